@@ -1,0 +1,39 @@
+# Quick start: `make demo` and `make test`. Both create .venv if missing.
+PY ?= python3
+VENV := .venv
+VPY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+TSTAMP := $(VENV)/.installed-test
+
+.PHONY: demo test bench browser clean
+
+$(VPY):
+	$(PY) -m venv $(VENV)
+	$(VPY) -m pip install -q --upgrade pip
+
+$(STAMP): pyproject.toml | $(VPY)
+	$(VPY) -m pip install -q -e .
+	touch $@
+
+$(TSTAMP): pyproject.toml | $(VPY)
+	$(VPY) -m pip install -q -e '.[test]'
+	touch $@ $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/controlkit demo --default --out out
+
+# Real-browser tests need Debian's chromium + chromedriver; installed here when missing.
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	  { (apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null) || \
+	    echo "browser: could not install chromium; browser tests will skip"; }
+
+test: $(TSTAMP) browser
+	$(VPY) -m pytest
+
+bench: $(STAMP)
+	$(VPY) -m pip install -q -e '.[bench]'
+	$(VPY) bench/run_all.py
+
+clean:
+	rm -rf $(VENV) out

@@ -1,0 +1,215 @@
+"""Bilateral constraints (the thesis' hinges that are not tree joints).
+
+A constraint knows, at the mechanism's current state, its position error
+``phi`` (k,), its Jacobian ``J`` (k, nv) and its drift ``Jdot v`` (k,), so that
+its acceleration equation is ``J a + Jdot v = -(kv * J v + kp * phi)``
+(Baumgarte). Its force ``lam`` (k,) enters the motion equations as ``J^T lam``.
+
+Kinds:
+- :class:`PointConstraint` — two points coincide (ball-and-socket loop closure,
+  or a point held at a fixed world position when ``frame_b`` is None);
+- :class:`HingeConstraint` — a pin hinge loop closure: points coincide and the
+  ``z`` axes stay parallel (5 rows);
+- :class:`WeldConstraint` — two frames keep their relative placement (6 rows),
+  e.g. a foot welded to the ground ("magnetic shoes");
+- :class:`JointLock` — a joint's velocity is held at zero (its angle frozen).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+
+from .errors import ModelError
+
+
+class Constraint:
+    """Base class: a named set of k bilateral rows on the mechanism's accelerations."""
+
+    size: int = 0
+    kind: str = "constraint"
+
+    def __init__(self, name: str):
+        if not name:
+            raise ModelError("a constraint needs a non-empty name")
+        self.name = name
+        self.mech = None
+
+    def bind(self, mech) -> None:
+        """Resolve frame and joint names against a mechanism."""
+        self.mech = mech
+
+    def error(self) -> np.ndarray:
+        """Position-level error phi (k,) at the mechanism's state (m or rad)."""
+        raise NotImplementedError
+
+    def jacobian(self) -> np.ndarray:
+        """Jacobian J (k, nv) with phidot = J v."""
+        raise NotImplementedError
+
+    def drift(self) -> np.ndarray:
+        """The ``Jdot v`` term (k,) so that phiddot = J a + Jdot v."""
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        """One line naming what the constraint holds."""
+        return f"{self.kind} {self.name}"
+
+    def row_labels(self) -> list[str]:
+        """A label per row, for printouts."""
+        return [f"{self.name}[{i}]" for i in range(self.size)]
+
+
+class _TwoFrames(Constraint):
+    def __init__(self, name: str, frame_a: str, frame_b: str | None = None, target: pin.SE3 | None = None):
+        super().__init__(name)
+        if frame_a == frame_b:
+            raise ModelError(f"constraint {name!r} joins frame {frame_a!r} to itself")
+        self.frame_a, self.frame_b = frame_a, frame_b
+        self.target = target
+
+    def bind(self, mech) -> None:
+        super().bind(mech)
+        self.fa = mech.frame_id(self.frame_a)
+        self.fb = mech.frame_id(self.frame_b) if self.frame_b is not None else None
+        if self.fb is None and self.target is None:
+            mech.kinematics()
+            self.target = mech.data.oMf[self.fa].copy()
+        if self.fb is not None and mech.model.frames[self.fa].parentJoint == mech.model.frames[self.fb].parentJoint:
+            raise ModelError(
+                f"constraint {self.name!r} joins {self.frame_a!r} and {self.frame_b!r}, which are on the same body"
+            )
+
+    def _placements(self):
+        d = self.mech.kinematics()
+        Ma = d.oMf[self.fa]
+        Mb = d.oMf[self.fb] if self.fb is not None else self.target
+        return Ma, Mb
+
+    def _jac(self):
+        Ja = self.mech.frame_jacobian(self.fa)
+        if self.fb is None:
+            return Ja
+        return Ja - self.mech.frame_jacobian(self.fb)
+
+    def _vel(self):
+        va = self.mech.frame_velocity(self.fa).vector
+        if self.fb is None:
+            return va, np.zeros(6)
+        return va, self.mech.frame_velocity(self.fb).vector
+
+    def _drift6(self):
+        da = self.mech.frame_drift(self.fa)
+        if self.fb is None:
+            return da
+        return da - self.mech.frame_drift(self.fb)
+
+    def describe(self) -> str:
+        other = self.frame_b if self.frame_b is not None else "world"
+        return f"{self.kind} {self.name}: {self.frame_a} <-> {other}"
+
+
+class PointConstraint(_TwoFrames):
+    """The origins of two frames coincide (3 rows); ``frame_b=None`` fixes frame_a's origin in the world."""
+
+    size = 3
+    kind = "point"
+
+    def error(self):
+        Ma, Mb = self._placements()
+        return Ma.translation - Mb.translation
+
+    def jacobian(self):
+        return self._jac()[:3]
+
+    def drift(self):
+        return self._drift6()[:3]
+
+
+class WeldConstraint(_TwoFrames):
+    """Two frames keep their placement (6 rows: 3 translation, 3 rotation in world axes)."""
+
+    size = 6
+    kind = "weld"
+
+    def error(self):
+        Ma, Mb = self._placements()
+        return np.concatenate([Ma.translation - Mb.translation, pin.log3(Ma.rotation @ Mb.rotation.T)])
+
+    def jacobian(self):
+        return self._jac()
+
+    def drift(self):
+        return self._drift6()
+
+
+class HingeConstraint(_TwoFrames):
+    """Pin-hinge loop closure: origins coincide and the frames' z axes stay parallel (5 rows)."""
+
+    size = 5
+    kind = "pin"
+
+    def _axes(self):
+        Ma, Mb = self._placements()
+        Ra, Rb = Ma.rotation, Mb.rotation
+        # rows n_i^T (w_a - w_b) with n_i = e_i(a) x z(b) are the exact derivatives of e_i(a) . z(b)
+        return Ra[:, 0], Ra[:, 1], Rb[:, 2]
+
+    def error(self):
+        Ma, Mb = self._placements()
+        xa, ya, zb = self._axes()
+        return np.concatenate([Ma.translation - Mb.translation, [xa @ zb, ya @ zb]])
+
+    def jacobian(self):
+        J = self._jac()
+        xa, ya, zb = self._axes()
+        n = np.vstack([np.cross(xa, zb), np.cross(ya, zb)])
+        return np.vstack([J[:3], n @ J[3:]])
+
+    def drift(self):
+        xa, ya, zb = self._axes()
+        va, vb = self._vel()
+        wa, wb = va[3:], vb[3:]
+        d6 = self._drift6()
+        rows = []
+        for ea in (xa, ya):
+            n = np.cross(ea, zb)
+            ndot = np.cross(np.cross(wa, ea), zb) + np.cross(ea, np.cross(wb, zb))
+            rows.append(n @ d6[3:] + ndot @ (wa - wb))
+        return np.concatenate([d6[:3], rows])
+
+    def row_labels(self):
+        return [f"{self.name}.{s}" for s in ("x", "y", "z", "axis_x", "axis_y")]
+
+
+class JointLock(Constraint):
+    """A joint held still: its velocity rows are zero (its angle frozen where it was locked)."""
+
+    kind = "lock"
+
+    def __init__(self, name: str, joint: str):
+        super().__init__(name)
+        self.joint = joint
+
+    def bind(self, mech) -> None:
+        super().bind(mech)
+        self.vs = mech.joint_v_slice(self.joint)
+        self.qs = mech.joint_q_slice(self.joint)
+        self.size = self.vs.stop - self.vs.start
+        self.q_locked = mech._q[self.qs].copy()
+        self._J = np.zeros((self.size, mech.nv))
+        self._J[:, self.vs] = np.eye(self.size)
+
+    def error(self):
+        q = self.mech._q[self.qs]
+        if q.size == self.size:
+            return q - self.q_locked
+        return np.zeros(self.size)  # multi-dof Lie-group joint: velocity-level lock only
+
+    def jacobian(self):
+        return self._J
+
+    def drift(self):
+        return np.zeros(self.size)
+
+    def describe(self) -> str:
+        return f"lock {self.name}: joint {self.joint}"

@@ -1,0 +1,324 @@
+"""The equation set and its assembly into a problem for one state.
+
+The unknowns of a step are ``x = [a (nv) | tau (ntau) | lam (constraint rows)]``.
+An :class:`EquationSet` holds what control programs add by name:
+
+- control equations ``lhs == rhs`` (rows of ``A x = b``),
+- direct assignments of quantities (``tau`` of a joint, an acceleration, a force),
+- quadratic costs ``1/2 |W (A x - b)|^2``,
+- inequalities ``G x <= h``.
+
+:func:`build_problem` evaluates them, together with the motion equations
+``M a + h = S^T tau + J^T lam + f_ext`` and the active constraints'
+acceleration equations ``J a + Jdot v = -(kv J v + kp phi)``, at the
+mechanism's current state. The result is a plain :class:`Problem` that prints
+and can be inspected; :mod:`controlkit.solver` solves it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import EquationError, UnknownNameError
+from .expressions import Context, Expr, Lin, as_expr
+
+
+# --------------------------------------------------------------- statements
+class Equation:
+    """``lhs == rhs``: a control equation, affine in the unknowns at each state."""
+
+    def __init__(self, lhs: Expr, rhs: Expr):
+        self.lhs, self.rhs = lhs, rhs
+        self.residual = lhs - rhs
+
+    def __bool__(self):  # `if expr == 0:` is a mistake worth catching
+        raise EquationError("an Equation has no truth value; pass it to add_equation()")
+
+    def describe(self) -> str:
+        return f"{self.lhs.describe()} = {self.rhs.describe()}"
+
+
+class Inequality:
+    """``expr <= 0`` (built from ``lhs <= rhs`` or ``lhs >= rhs``)."""
+
+    def __init__(self, expr: Expr):
+        self.expr = expr
+
+    def __bool__(self):
+        raise EquationError("an Inequality has no truth value; pass it to add_inequality()")
+
+    def describe(self) -> str:
+        return f"{self.expr.describe()} <= 0"
+
+
+@dataclass
+class Cost:
+    """``1/2 * weight^2 * |expr|^2`` where expr is affine in the unknowns; weight scalar or (m,)."""
+
+    expr: Expr
+    weight: float | np.ndarray = 1.0
+
+    def describe(self) -> str:
+        w = self.weight
+        ws = f"{w:g}" if np.ndim(w) == 0 else "W"
+        return f"1/2 |{ws} * ({self.expr.describe()})|^2"
+
+
+@dataclass
+class Assignment:
+    """A direct assignment ``quantity := value`` (value an array or an expression)."""
+
+    quantity: object
+    value: Expr
+
+    def describe(self) -> str:
+        return f"{self.quantity.name} := {self.value.describe()}"
+
+
+# -------------------------------------------------------------- the layout
+@dataclass
+class Layout:
+    """Column layout of the unknown vector x = [a | tau | lam]."""
+
+    nv: int
+    ntau: int
+    lam: dict[str, slice]
+    nlam: int
+
+    @property
+    def nx(self) -> int:
+        return self.nv + self.ntau + self.nlam
+
+    @property
+    def a(self) -> slice:
+        return slice(0, self.nv)
+
+    @property
+    def tau(self) -> slice:
+        return slice(self.nv, self.nv + self.ntau)
+
+    @property
+    def lam_all(self) -> slice:
+        return slice(self.nv + self.ntau, self.nx)
+
+    @classmethod
+    def for_mechanism(cls, mech) -> "Layout":
+        lam, k = {}, mech.nv + mech.ntau
+        for name, c in mech.constraints.items():
+            lam[name] = slice(k, k + c.size)
+            k += c.size
+        return cls(mech.nv, mech.ntau, lam, k - mech.nv - mech.ntau)
+
+
+# ------------------------------------------------------------- the problem
+@dataclass
+class Block:
+    """Named rows ``A x = b`` (equality) or ``A x <= b`` (inequality); ``kind`` says where they come from."""
+
+    name: str
+    kind: str
+    A: np.ndarray
+    b: np.ndarray
+    labels: list[str] = field(default_factory=list)
+    weight: np.ndarray | None = None  # costs only
+
+
+@dataclass
+class Problem:
+    """Everything one solve needs, at one state; printable.
+
+    Motion equations: ``M a + bias = S^T tau + Jc^T lam`` with bias = h - f_ext (N, N m).
+    ``fixed``: blocks whose rows select single unknown columns (direct assignments of unknowns).
+    """
+
+    time: float
+    layout: Layout
+    M: np.ndarray
+    bias: np.ndarray
+    S: np.ndarray
+    Jc: np.ndarray
+    equalities: list[Block]
+    fixed: list[tuple[str, np.ndarray, np.ndarray]]
+    costs: list[Block]
+    inequalities: list[Block]
+    default_cost: bool = True
+    lam_labels: list[str] = field(default_factory=list)
+
+    def sizes(self) -> dict[str, int]:
+        """Row counts per kind of statement."""
+        return {
+            "unknowns": self.layout.nx,
+            "motion": self.layout.nv,
+            "equalities": sum(len(b.b) for b in self.equalities),
+            "assigned": sum(len(c) for _, c, _ in self.fixed),
+            "costs": sum(len(b.b) for b in self.costs),
+            "inequalities": sum(len(b.b) for b in self.inequalities),
+        }
+
+    def __str__(self) -> str:
+        s = self.sizes()
+        lines = [f"problem at t = {self.time:.9g} s: {s['unknowns']} unknowns "
+                 f"(a {self.layout.nv}, tau {self.layout.ntau}, lam {self.layout.nlam})",
+                 f"  motion equations: {s['motion']} rows"]
+        for title, blocks in (("equalities", self.equalities), ("costs", self.costs),
+                              ("inequalities", self.inequalities)):
+            lines.append(f"  {title}: {sum(len(b.b) for b in blocks)} rows")
+            lines += [f"    {b.name} ({b.kind}, {len(b.b)} rows)" for b in blocks]
+        lines.append(f"  assigned unknowns: {s['assigned']}")
+        lines += [f"    {name} ({len(cols)} columns)" for name, cols, _ in self.fixed]
+        return "\n".join(lines)
+
+
+# ----------------------------------------------------------- equation set
+class EquationSet:
+    """The named control statements acting on one mechanism.
+
+    Args:
+        kp, kv: Baumgarte gains for constraint drift (1/s^2, 1/s).
+        underdetermined: ``"default"`` completes an underdetermined set by minimizing
+            the sum of squared control torques and constraint forces (so joints nobody
+            controls are passive); ``"raise"`` raises :class:`UnderdeterminedError`.
+    """
+
+    def __init__(self, kp: float = 100.0, kv: float = 20.0, underdetermined: str = "default"):
+        if underdetermined not in ("default", "raise"):
+            raise EquationError(f"underdetermined must be 'default' or 'raise', got {underdetermined!r}")
+        self.kp, self.kv = float(kp), float(kv)
+        self.underdetermined = underdetermined
+        self.equations: dict[str, Equation] = {}
+        self.assignments: dict[str, Assignment] = {}
+        self.costs: dict[str, Cost] = {}
+        self.inequalities: dict[str, Inequality] = {}
+        self.version = 0
+
+    # statements are added and removed by name
+    def _check_new(self, name: str) -> None:
+        if not isinstance(name, str) or not name:
+            raise EquationError(f"a control statement needs a non-empty string name, got {name!r}")
+        for d in (self.equations, self.assignments, self.costs, self.inequalities):
+            if name in d:
+                raise EquationError(f"a control statement named {name!r} already exists; remove it first")
+
+    def add_equation(self, name: str, equation: Equation) -> None:
+        """Add a named control equation (built with ``==`` from the quantity algebra)."""
+        if not isinstance(equation, Equation):
+            raise EquationError(f"add_equation({name!r}, ...) needs an Equation (lhs == rhs), got {type(equation).__name__}")
+        self._check_new(name)
+        self.equations[name] = equation
+        self.version += 1
+
+    def assign(self, name: str, quantity, value) -> None:
+        """Directly assign a quantity (a torque, a force, an acceleration) a value (array or expression)."""
+        if name in self.assignments:  # re-assigning at each controller tick is the common case
+            del self.assignments[name]
+        self._check_new(name)
+        self.assignments[name] = Assignment(quantity, as_expr(value))
+        self.version += 1
+
+    def add_cost(self, name: str, expr, weight=1.0) -> None:
+        """Add a named cost ``1/2 |weight * expr|^2``; expr is affine in the unknowns (an acceleration, torque, ...)."""
+        from .expressions import Expr as _E
+        if isinstance(expr, Equation):
+            expr = expr.residual
+        if not isinstance(expr, _E):
+            raise EquationError(f"add_cost({name!r}, ...) needs an expression, got {type(expr).__name__}")
+        self._check_new(name)
+        self.costs[name] = Cost(expr, weight)
+        self.version += 1
+
+    def add_inequality(self, name: str, inequality: Inequality) -> None:
+        """Add named inequality rows (built with ``<=`` or ``>=``)."""
+        if not isinstance(inequality, Inequality):
+            raise EquationError(f"add_inequality({name!r}, ...) needs an Inequality (a <= b), got {type(inequality).__name__}")
+        self._check_new(name)
+        self.inequalities[name] = inequality
+        self.version += 1
+
+    def remove(self, name: str) -> None:
+        """Remove a control statement of any kind by name."""
+        for d in (self.equations, self.assignments, self.costs, self.inequalities):
+            if name in d:
+                del d[name]
+                self.version += 1
+                return
+        raise UnknownNameError("control statement", name, self.names())
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.names()
+
+    def names(self) -> list[str]:
+        """Names of every statement."""
+        return [*self.equations, *self.assignments, *self.costs, *self.inequalities]
+
+    def is_empty(self) -> bool:
+        return not (self.equations or self.assignments or self.costs or self.inequalities)
+
+
+# --------------------------------------------------------------- assembly
+def _lin(value, nx: int, name: str, what: str) -> Lin:
+    if isinstance(value, Lin):
+        return value
+    raise EquationError(f"{what} {name!r} does not involve the unknowns (accelerations, torques or forces); "
+                        f"write it at the acceleration level, e.g. acc(q) + ... == 0")
+
+
+def build_problem(mech, eqs: EquationSet, t: float, f_ext: np.ndarray | None = None,
+                  layout: Layout | None = None) -> Problem:
+    """Assemble the equation set at the mechanism's current state.
+
+    Args:
+        mech: the mechanism (its state is the one assembled at).
+        eqs: the control statements.
+        t: simulation time (s), for time-varying targets.
+        f_ext: generalized external force (nv,), N / N m.
+    """
+    layout = layout or Layout.for_mechanism(mech)
+    nx = layout.nx
+    M, h = mech.dynamics()
+    bias = h if f_ext is None else h - f_ext
+    cons = list(mech.constraints.values())
+    equalities: list[Block] = []
+    if cons:
+        Jc = np.vstack([c.jacobian() for c in cons])
+        v = mech._v
+        phi = np.concatenate([c.error() for c in cons])
+        rhs = -np.concatenate([c.drift() for c in cons]) - eqs.kv * (Jc @ v) - eqs.kp * phi
+        A = np.zeros((len(rhs), nx))
+        A[:, layout.a] = Jc
+        equalities.append(Block("constraints", "constraint", A, rhs,
+                                [lab for c in cons for lab in c.row_labels()]))
+    else:
+        Jc = np.zeros((0, mech.nv))
+    ctx = Context(mech, t, layout)
+    for name, eq in eqs.equations.items():
+        L = _lin(eq.residual.evaluate(ctx), nx, name, "control equation")
+        equalities.append(Block(name, "control", L.A, -L.b))
+    fixed: list[tuple[str, np.ndarray, np.ndarray]] = []
+    for name, asg in eqs.assignments.items():
+        val = np.atleast_1d(np.asarray(asg.value.evaluate(ctx), dtype=float))
+        q = asg.quantity
+        if hasattr(q, "columns") and q.columns(layout)[0] >= layout.nv:
+            cols = q.columns(layout)
+            if val.size == 1 and len(cols) > 1:
+                val = np.full(len(cols), val[0])
+            if val.shape != (len(cols),):
+                raise EquationError(f"assignment {name!r}: {q.name} has {len(cols)} components, value has {val.size}")
+            fixed.append((name, cols, val))
+        else:
+            L = q.acceleration(ctx)
+            if val.size == 1 and len(L.b) > 1:
+                val = np.full(len(L.b), val[0])
+            equalities.append(Block(name, "assignment", L.A, val - L.b))
+    costs = []
+    for name, c in eqs.costs.items():
+        L = _lin(c.expr.evaluate(ctx), nx, name, "cost")
+        w = np.broadcast_to(np.asarray(c.weight, dtype=float), L.b.shape).copy()
+        costs.append(Block(name, "cost", L.A, -L.b, weight=w))
+    ineqs = []
+    for name, ineq in eqs.inequalities.items():
+        L = _lin(ineq.expr.evaluate(ctx), nx, name, "inequality")
+        ineqs.append(Block(name, "inequality", L.A, -L.b))
+    labels = [lab for c in cons for lab in c.row_labels()]
+    return Problem(t, layout, M, bias, mech.S, Jc, equalities, fixed, costs, ineqs,
+                   default_cost=eqs.underdetermined == "default", lam_labels=labels)

@@ -1,0 +1,91 @@
+"""The project's exception types: one root, specific subclasses.
+
+Every error a user can cause is raised as a subclass of :class:`ControlkitError`
+with a message that says what went wrong, where (simulation time, program,
+equation, frame or body names) and, where there is one, what to do.
+"""
+from __future__ import annotations
+
+import difflib
+from typing import Iterable
+
+
+class ControlkitError(Exception):
+    """Root of every error controlkit raises on purpose."""
+
+
+class ModelError(ControlkitError):
+    """A model definition or a loaded robot description is invalid."""
+
+
+class UnknownNameError(ControlkitError, KeyError):
+    """A frame, feature, joint, body, equation or demo name does not exist."""
+
+    def __init__(self, kind: str, name: str, valid: Iterable[str], where: str = ""):
+        valid = sorted(set(valid))
+        close = difflib.get_close_matches(name, valid, n=3)
+        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        shown = ", ".join(valid[:40]) + (" ..." if len(valid) > 40 else "")
+        place = f" in {where}" if where else ""
+        super().__init__(f"unknown {kind} {name!r}{place}.{hint} Valid {kind} names: {shown}")
+        self.kind, self.name, self.valid = kind, name, valid
+
+    def __str__(self) -> str:  # KeyError would otherwise quote the message
+        return str(self.args[0])
+
+
+class StateError(ControlkitError, ValueError):
+    """A state vector (q, v, tau, ...) has the wrong size or is not finite."""
+
+
+class EquationError(ControlkitError):
+    """An equation set cannot be solved as posed."""
+
+
+class InconsistentEquationsError(EquationError):
+    """The equalities contradict each other; ``conflicting`` names them."""
+
+    def __init__(self, message: str, conflicting: list[str], problem=None):
+        super().__init__(message)
+        self.conflicting = conflicting
+        self.problem = problem
+
+
+class UnderdeterminedError(EquationError):
+    """Unknowns are left free by the equalities and no cost fixes them."""
+
+    def __init__(self, message: str, free: int, problem=None):
+        super().__init__(message)
+        self.free = free
+        self.problem = problem
+
+
+class SolverError(EquationError):
+    """The QP solver failed (infeasible inequalities, numerical failure).
+
+    ``problem`` carries the assembled problem; ``str(problem)`` prints it.
+    """
+
+    def __init__(self, message: str, problem=None, time: float | None = None):
+        super().__init__(message)
+        self.problem = problem
+        self.time = time
+
+
+class ControlProgramError(ControlkitError):
+    """A control program raised; names the program and the simulation time."""
+
+    def __init__(self, message: str, program: str = "", time: float | None = None, recording=None):
+        super().__init__(message)
+        self.program = program
+        self.time = time
+        self.recording = recording
+
+
+class SimulationError(ControlkitError):
+    """The simulation loop could not continue (step failure, reset storm, ...)."""
+
+    def __init__(self, message: str, time: float | None = None, recording=None):
+        super().__init__(message)
+        self.time = time
+        self.recording = recording

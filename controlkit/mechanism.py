@@ -1,0 +1,263 @@
+"""A simulated mechanism: a Pinocchio model, its geometry, its actuation and its state.
+
+:class:`Mechanism` owns one ``pinocchio.Data`` and caches the kernels evaluated at
+the current state (kinematics, Jacobians, drift accelerations, mass matrix,
+nonlinear effects) until the state changes. Everything at the acceleration level
+in controlkit (quantities, constraints, the equation set) reads from this cache,
+so one derivative evaluation runs each Pinocchio kernel once.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+import numpy as np
+import pinocchio as pin
+
+from .errors import ModelError, StateError, UnknownNameError
+
+LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+
+
+@dataclass
+class Feature:
+    """A named point or frame on a body (the thesis' features: ``heel``, ``topback``)."""
+
+    name: str
+    body: str
+    placement: pin.SE3
+
+
+@dataclass
+class KernelTimes:
+    """Accumulated wall time (s) per group of work, for benchmarks and run statistics."""
+
+    pinocchio: float = 0.0
+    assembly: float = 0.0
+    solve: float = 0.0
+    calls: int = 0
+
+
+class Mechanism:
+    """A Pinocchio model with geometry, actuated joints, model constraints and a state.
+
+    Args:
+        model: the kinematic tree (``pinocchio.Model``); gravity is ``model.gravity`` (m/s^2).
+        collision_model: collision ``GeometryModel`` (coal shapes) or None.
+        visual_model: visual ``GeometryModel`` or None.
+        name: a label used in messages and reports.
+        actuated: names of the joints that carry control torques; default every joint
+            except free-flyers.
+        constraints: model constraints that are always active (loop closures).
+        contact_materials: free-form material tags per geometry name (used by contact).
+    """
+
+    def __init__(
+        self,
+        model: pin.Model,
+        collision_model: pin.GeometryModel | None = None,
+        visual_model: pin.GeometryModel | None = None,
+        *,
+        name: str = "mechanism",
+        actuated: Sequence[str] | None = None,
+        constraints: Iterable = (),
+        materials: dict[str, str] | None = None,
+    ):
+        if not isinstance(model, pin.Model):
+            raise ModelError(f"Mechanism {name!r}: expected a pinocchio.Model, got {type(model).__name__}")
+        self.model = model
+        self.data = model.createData()
+        self.collision_model = collision_model if collision_model is not None else pin.GeometryModel()
+        self.visual_model = visual_model if visual_model is not None else pin.GeometryModel()
+        self.name = name
+        self.materials = dict(materials or {})
+        self.nq, self.nv = model.nq, model.nv
+        self._set_actuation(actuated)
+        self.constraints: dict[str, object] = {}
+        for c in constraints:
+            self.add_constraint(c)
+        self.times = KernelTimes()
+        self._q = pin.neutral(model)
+        self._v = np.zeros(self.nv)
+        self._version = 0
+        self._kin_version = -1
+        self._dyn_version = -1
+        self._a0 = np.zeros(self.nv)
+        self.solution = None  # the last solve's unknowns (controlkit.solver.Solution)
+        self.problem = None  # the last assembled problem (controlkit.equations.Problem)
+
+    # ----------------------------------------------------------------- naming
+    def _set_actuation(self, actuated: Sequence[str] | None) -> None:
+        names = list(self.model.names)[1:]
+        if actuated is None:
+            actuated = [n for n in names if self.model.joints[self.model.getJointId(n)].shortname() != "JointModelFreeFlyer"]
+        idx: list[int] = []
+        for n in actuated:
+            j = self.joint_id(n)
+            jm = self.model.joints[j]
+            idx.extend(range(jm.idx_v, jm.idx_v + jm.nv))
+        self.actuated_joints = list(actuated)
+        self.tau_index = np.array(idx, dtype=int)
+        self.ntau = len(idx)
+        S = np.zeros((self.ntau, self.nv))
+        S[np.arange(self.ntau), self.tau_index] = 1.0
+        self.S = S
+
+    def joint_id(self, name: str) -> int:
+        """Pinocchio joint id of a joint name; raises UnknownNameError."""
+        if not self.model.existJointName(name) or name == "universe":
+            raise UnknownNameError("joint", name, list(self.model.names)[1:], f"mechanism {self.name!r}")
+        return self.model.getJointId(name)
+
+    def frame_id(self, name: str) -> int:
+        """Pinocchio frame id of a frame, body or feature name; raises UnknownNameError."""
+        if not self.model.existFrame(name):
+            raise UnknownNameError("frame", name, [f.name for f in self.model.frames], f"mechanism {self.name!r}")
+        return self.model.getFrameId(name)
+
+    def joint_v_slice(self, name: str) -> slice:
+        """Slice of v (and a) belonging to a joint."""
+        jm = self.model.joints[self.joint_id(name)]
+        return slice(jm.idx_v, jm.idx_v + jm.nv)
+
+    def joint_q_slice(self, name: str) -> slice:
+        """Slice of q belonging to a joint."""
+        jm = self.model.joints[self.joint_id(name)]
+        return slice(jm.idx_q, jm.idx_q + jm.nq)
+
+    def tau_columns(self, joint: str) -> np.ndarray:
+        """Indices into the control-torque vector for an actuated joint."""
+        vs = self.joint_v_slice(joint)
+        cols = [k for k, i in enumerate(self.tau_index) if vs.start <= i < vs.stop]
+        if not cols:
+            raise UnknownNameError("actuated joint", joint, self.actuated_joints, f"mechanism {self.name!r}")
+        return np.array(cols, dtype=int)
+
+    # ------------------------------------------------------------- constraints
+    def add_constraint(self, constraint) -> None:
+        """Activate a constraint (loop closure, weld, lock, contact hinge) by its name."""
+        if constraint.name in self.constraints:
+            raise ModelError(f"mechanism {self.name!r} already has a constraint named {constraint.name!r}")
+        constraint.bind(self)
+        self.constraints[constraint.name] = constraint
+
+    def remove_constraint(self, name: str):
+        """Deactivate and return a constraint by name."""
+        if name not in self.constraints:
+            raise UnknownNameError("constraint", name, self.constraints, f"mechanism {self.name!r}")
+        return self.constraints.pop(name)
+
+    # ------------------------------------------------------------------ state
+    @property
+    def q(self) -> np.ndarray:
+        """Configuration (nq,), a copy."""
+        return self._q.copy()
+
+    @property
+    def v(self) -> np.ndarray:
+        """Generalized velocity (nv,), a copy."""
+        return self._v.copy()
+
+    def check_q(self, q, where: str = "q") -> np.ndarray:
+        """Validate a configuration vector's size and finiteness."""
+        q = np.asarray(q, dtype=float).reshape(-1)
+        if q.shape != (self.nq,):
+            raise StateError(f"{where}: mechanism {self.name!r} has nq = {self.nq}, got a vector of size {q.size}")
+        if not np.all(np.isfinite(q)):
+            raise StateError(f"{where}: configuration of {self.name!r} is not finite: {q}")
+        return q
+
+    def check_v(self, v, where: str = "v") -> np.ndarray:
+        """Validate a velocity vector's size and finiteness."""
+        v = np.asarray(v, dtype=float).reshape(-1)
+        if v.shape != (self.nv,):
+            raise StateError(f"{where}: mechanism {self.name!r} has nv = {self.nv}, got a vector of size {v.size}")
+        if not np.all(np.isfinite(v)):
+            raise StateError(f"{where}: velocity of {self.name!r} is not finite: {v}")
+        return v
+
+    def set_state(self, q, v=None, *, check: bool = True) -> None:
+        """Set the state (q (nq,), v (nv,) in SI units); invalidates cached kernels."""
+        self._q = self.check_q(q) if check else q
+        if v is None:
+            v = np.zeros(self.nv)
+        self._v = self.check_v(v) if check else v
+        self._version += 1
+
+    # ---------------------------------------------------------------- kernels
+    def kinematics(self) -> pin.Data:
+        """Placements, velocities, drift accelerations (a = 0) and Jacobians at the state."""
+        if self._kin_version != self._version:
+            m, d = self.model, self.data
+            pin.forwardKinematics(m, d, self._q, self._v, self._a0)
+            pin.computeJointJacobians(m, d)
+            pin.updateFramePlacements(m, d)
+            self._kin_version = self._version
+        return self.data
+
+    def dynamics(self) -> tuple[np.ndarray, np.ndarray]:
+        """Mass matrix M (nv, nv, kg, kg m, kg m^2) and nonlinear effects h (nv,) at the state."""
+        if self._dyn_version != self._version:
+            m, d = self.model, self.data
+            pin.crba(m, d, self._q)  # Pinocchio >= 3 fills both triangles of data.M
+            pin.nonLinearEffects(m, d, self._q, self._v)
+            self._dyn_version = self._version
+        return self.data.M, self.data.nle
+
+    def frame_placement(self, fid: int) -> pin.SE3:
+        """World placement of a frame at the state."""
+        return self.kinematics().oMf[fid]
+
+    def frame_jacobian(self, fid: int) -> np.ndarray:
+        """6 x nv Jacobian of a frame, LOCAL_WORLD_ALIGNED (linear rows of the frame origin)."""
+        self.kinematics()
+        return pin.getFrameJacobian(self.model, self.data, fid, LWA)
+
+    def frame_velocity(self, fid: int) -> pin.Motion:
+        """Spatial velocity of a frame, LOCAL_WORLD_ALIGNED (m/s, rad/s)."""
+        self.kinematics()
+        return pin.getFrameVelocity(self.model, self.data, fid, LWA)
+
+    def frame_drift(self, fid: int) -> np.ndarray:
+        """Classical acceleration of a frame at a = 0 (the ``Jdot v`` term), (6,), LWA."""
+        self.kinematics()
+        return pin.getFrameClassicalAcceleration(self.model, self.data, fid, LWA).vector
+
+    # ------------------------------------------------------------- utilities
+    def integrate(self, q: np.ndarray, dq: np.ndarray) -> np.ndarray:
+        """q (+) dq on the configuration Lie group."""
+        return pin.integrate(self.model, q, dq)
+
+    def difference(self, q0: np.ndarray, q1: np.ndarray) -> np.ndarray:
+        """Tangent vector dq with q0 (+) dq = q1."""
+        return pin.difference(self.model, q0, q1)
+
+    def neutral(self) -> np.ndarray:
+        """The model's neutral configuration."""
+        return pin.neutral(self.model)
+
+    def kinetic_energy(self) -> float:
+        """Kinetic energy (J) at the state."""
+        M, _ = self.dynamics()
+        return 0.5 * float(self._v @ M @ self._v)
+
+    def potential_energy(self) -> float:
+        """Gravitational potential energy (J) at the state, zero at the world origin."""
+        e = float(pin.computePotentialEnergy(self.model, self.data, self._q))
+        self._kin_version = -1  # the kernel reran forward kinematics without v
+        return e
+
+    def energy(self) -> float:
+        """Total mechanical energy (J)."""
+        return self.kinetic_energy() + self.potential_energy()
+
+    def bodies(self) -> list[str]:
+        """Names of the bodies (BODY frames)."""
+        return [f.name for f in self.model.frames if f.type == pin.FrameType.BODY]
+
+    def features(self) -> list[str]:
+        """Names of the operational frames (features)."""
+        return [f.name for f in self.model.frames if f.type == pin.FrameType.OP_FRAME]
+
+    def __repr__(self) -> str:
+        return f"Mechanism({self.name!r}, nq={self.nq}, nv={self.nv}, ntau={self.ntau}, constraints={list(self.constraints)})"

@@ -1,0 +1,383 @@
+"""Control programs as coroutines (the thesis' chapter 6).
+
+A control program is a generator function or an ``async def`` taking a
+:class:`Controller` handle. Between suspensions it adds and removes named
+control equations, assigns quantities, sets costs and inequalities and reads
+any quantity. It suspends with
+
+- ``yield`` (or ``await ctl.tick()``): until the program's next tick (its own
+  clock; default every integration step);
+- ``yield ctl.until(condition)`` (or ``await``): until ``condition()`` becomes
+  true — a *control event* that the simulator isolates in time like any other;
+- ``yield ctl.after(seconds)`` (or ``await``): for a duration.
+
+Direct assignments are held (zero-order hold) until the program changes them;
+control equations act continuously, integrated with the dynamics.
+
+The runtime talks to the simulator only through a small interface (``at``,
+``add_source``, ``control_phase``, ``mech``, ``equations``, ``t``, ``q``,
+``v``), so it lives in the core and the simulator imports it, not the reverse.
+"""
+from __future__ import annotations
+
+import inspect
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from .errors import ControlkitError, ControlProgramError, UnknownNameError
+from .quantities import (CenterOfMass, ConstraintForce, ControlTorque, FrameOrientation, FramePoint,
+                         JointAcceleration, JointAngle)
+
+
+# ------------------------------------------------------------- wait requests
+class _Request:
+    def __await__(self):
+        yield self
+
+
+@dataclass
+class Tick(_Request):
+    """Wait for the program's next tick."""
+
+
+@dataclass
+class Until(_Request):
+    """Wait until ``condition()`` is true; isolated in time to ``tolerance`` seconds."""
+
+    condition: Callable[[], bool]
+    tolerance: float = 1e-6
+    label: str = ""
+
+
+@dataclass
+class After(_Request):
+    """Wait ``seconds`` of simulation time."""
+
+    seconds: float
+
+
+# ------------------------------------------------------------------ programs
+@dataclass
+class Program:
+    """A running control program and what it waits for."""
+
+    name: str
+    coroutine: Any
+    period: float | None
+    started: float
+    waiting: Any = None
+    next_tick: float = 0.0
+    done: bool = False
+    is_async: bool = False
+    ticks: int = 0
+    period_override: bool = False
+
+
+class Controller:
+    """The handle a control program receives: its view of the mechanism and the equation set.
+
+    Args:
+        runtime: the program runtime.
+        program: the program this handle belongs to (its name is used in messages).
+    """
+
+    def __init__(self, runtime: "ProgramRuntime", name: str):
+        self._rt = runtime
+        self.name = name
+        self.mech = runtime.sim.mech
+        self.equations = runtime.sim.equations
+
+    # time and waiting
+    @property
+    def t(self) -> float:
+        """Simulation time (s) at which the program is running (or a condition is tested)."""
+        return self._rt.now
+
+    def tick(self) -> Tick:
+        """Suspend until the next tick: ``await ctl.tick()`` or ``yield``."""
+        return Tick()
+
+    def until(self, condition: Callable[[], bool], tolerance: float | None = None, label: str = "") -> Until:
+        """Suspend until ``condition()`` is true; the moment is isolated to ``tolerance`` s (default the simulator's)."""
+        if not callable(condition):
+            raise ControlkitError(f"program {self.name!r}: until() needs a callable condition, got {condition!r}")
+        tol = self._rt.sim.event_tolerance if tolerance is None else float(tolerance)
+        return Until(condition, tol, label or getattr(condition, "__name__", "condition"))
+
+    def after(self, seconds: float) -> After:
+        """Suspend for ``seconds`` of simulation time."""
+        if seconds < 0:
+            raise ControlkitError(f"program {self.name!r}: after() needs a non-negative duration, got {seconds}")
+        return After(float(seconds))
+
+    # quantities
+    def point(self, frame: str, offset=None) -> FramePoint:
+        """World position (m) of a frame's origin or of a point on it."""
+        return FramePoint(self.mech, frame, offset)
+
+    def orientation(self, frame: str) -> FrameOrientation:
+        """Orientation of a frame (rotation matrix; angular velocity in rad/s)."""
+        return FrameOrientation(self.mech, frame)
+
+    def angle(self, joint: str) -> JointAngle:
+        """Angle (rad) or displacement (m) of a one-dof joint."""
+        return JointAngle(self.mech, joint)
+
+    def com(self) -> CenterOfMass:
+        """Centre of mass (m) of the mechanism."""
+        return CenterOfMass(self.mech)
+
+    def torque(self, joint: str) -> ControlTorque:
+        """Control torque (N m) or force (N) of an actuated joint."""
+        return ControlTorque(self.mech, joint)
+
+    def force(self, constraint: str) -> ConstraintForce:
+        """Force of an active constraint (N, N m)."""
+        return ConstraintForce(self.mech, constraint)
+
+    def joint_acceleration(self, joint: str) -> JointAcceleration:
+        """Acceleration of a joint's degrees of freedom (rad/s^2, m/s^2)."""
+        return JointAcceleration(self.mech, joint)
+
+    def value(self, quantity) -> np.ndarray:
+        """The quantity's value now (position level; torques and forces from the last solve)."""
+        self._rt.sync()
+        return np.asarray(quantity.position(self.mech))
+
+    def velocity(self, quantity) -> np.ndarray:
+        """The quantity's velocity now."""
+        self._rt.sync()
+        return np.asarray(quantity.velocity(self.mech))
+
+    # statements
+    def add_equation(self, name: str, equation) -> None:
+        """Add a named control equation (acts continuously until removed)."""
+        self.equations.add_equation(name, equation)
+
+    def assign(self, name: str, quantity, value) -> None:
+        """Directly assign a quantity; the value is taken now and held until changed (zero-order hold)."""
+        if callable(value):
+            value = value(self.t)
+        self.equations.assign(name, quantity, np.array(value, dtype=float))
+
+    def add_cost(self, name: str, expr, weight=1.0) -> None:
+        """Add a named quadratic cost ``1/2 |weight * expr|^2``."""
+        self.equations.add_cost(name, expr, weight)
+
+    def add_inequality(self, name: str, inequality) -> None:
+        """Add named inequality rows."""
+        self.equations.add_inequality(name, inequality)
+
+    def remove(self, *names: str) -> None:
+        """Remove control statements by name."""
+        for n in names:
+            self.equations.remove(n)
+
+    def has(self, name: str) -> bool:
+        """Whether a statement of that name is in force."""
+        return name in self.equations
+
+    # constraints the program manages (magnetic shoes, locks)
+    def weld(self, name: str, frame: str, to: str | None = None) -> None:
+        """Weld a frame where it is now to the world (or to another frame): a constraint named ``name``."""
+        from .constraints import WeldConstraint
+        self._rt.sync()
+        self.mech.add_constraint(WeldConstraint(name, frame, to))
+        self._rt.sim.set_state()  # restart the integrator: the equation set changed
+
+    def release(self, name: str) -> None:
+        """Remove a constraint added with :meth:`weld` (or any constraint) by name."""
+        self.mech.remove_constraint(name)
+        self._rt.sim.set_state()
+
+    def lock(self, joint: str, **options) -> None:
+        """Lock a joint now (momentum-consistent transition, see the simulator's joint locking)."""
+        self._rt.sim.lock(joint, **options)
+
+    def unlock(self, joint: str) -> None:
+        """Unlock a joint locked with :meth:`lock`."""
+        self._rt.sim.unlock(joint)
+
+    # other programs
+    def start(self, program: Callable, name: str | None = None, period: float | None = None) -> str:
+        """Start another program now; returns its name."""
+        return self._rt.start(program, name, period)
+
+    def stop(self, name: str) -> None:
+        """Stop a running program by name."""
+        self._rt.stop(name)
+
+    def stop_simulation(self) -> None:
+        """End the run after the current step."""
+        self._rt.sim.stop()
+
+    def log(self, description: str, **data) -> None:
+        """Write a ``control`` event to the recording."""
+        self._rt.sim.log("control", f"{self.name}: {description}", **data)
+
+
+class _ConditionSource:
+    """The runtime's event source: one guard per program waiting on ``until``."""
+
+    name = "control"
+    kind = "acceleration"
+
+    def __init__(self, runtime: "ProgramRuntime"):
+        self.rt = runtime
+
+    @property
+    def tolerance(self) -> float:
+        w = self._waiting()
+        return min((p.waiting.tolerance for p in w), default=self.rt.sim.event_tolerance)
+
+    def _waiting(self):
+        return [p for p in self.rt.programs.values() if isinstance(p.waiting, Until) and not p.done]
+
+    def active(self) -> bool:
+        return bool(self._waiting())
+
+    def guards(self, sim, t, q, v):
+        mech = sim.mech
+        mech.set_state(q, v, check=False)
+        self.rt.now, self.rt.probing = t, True
+        out = []
+        try:
+            for p in self._waiting():
+                try:
+                    out.append(-1.0 if p.waiting.condition() else 1.0)
+                except Exception as exc:  # a condition is program code too
+                    raise self.rt.program_error(p, exc) from exc
+        finally:
+            self.rt.now, self.rt.probing = sim.t, False
+        return np.array(out)
+
+    def handle(self, sim, t, fired):
+        waiting = self._waiting()
+        for i in fired:
+            p = waiting[i]
+            sim.log("control", f"{p.name}: until({p.waiting.label}) became true", program=p.name)
+            self.rt.resume(p)
+
+    def max_step(self, sim, t, q, v):
+        return np.inf
+
+
+class ProgramRuntime:
+    """Runs control programs inside a simulator: ticks, timers, control events."""
+
+    def __init__(self, sim):
+        self.sim = sim
+        self.programs: dict[str, Program] = {}
+        self.now = sim.t
+        self.source = _ConditionSource(self)
+        sim.add_source(self.source)
+        sim.control_phase.append(self._control_phase)
+
+    probing = False  # True while conditions are tested at trial states during isolation
+
+    def sync(self) -> None:
+        """Make the mechanism's state the simulator's current state (not while probing trial states)."""
+        s = self.sim
+        if self.probing:
+            return
+        if s.mech._q is not s.q or s.mech._v is not s.v:
+            s.mech.set_state(s.q, s.v, check=False)
+
+    def start(self, fn: Callable, name: str | None = None, period: float | None = None) -> str:
+        """Start a program (generator function or ``async def`` taking a Controller)."""
+        if not callable(fn):
+            raise ControlkitError(f"a control program must be a function taking the controller, got {fn!r}")
+        name = name or getattr(fn, "__name__", "program")
+        if name in self.programs and not self.programs[name].done:
+            raise ControlkitError(f"a control program named {name!r} is already running")
+        if period is not None and period <= 0:
+            raise ControlkitError(f"program {name!r}: period must be positive (s), got {period}")
+        ctl = Controller(self, name)
+        coro = fn(ctl)
+        is_async = inspect.iscoroutine(coro)
+        if not (is_async or inspect.isgenerator(coro)):
+            raise ControlkitError(f"control program {name!r} must be a generator function (with yield) "
+                                  f"or an async def; it returned {type(coro).__name__}")
+        p = Program(name, coro, period, self.sim.t, is_async=is_async, next_tick=self.sim.t)
+        self.programs[name] = p
+        self.resume(p)
+        return name
+
+    def stop(self, name: str) -> None:
+        if name not in self.programs:
+            raise UnknownNameError("control program", name, self.programs)
+        p = self.programs[name]
+        if not p.done:
+            p.done = True
+            p.coroutine.close()
+
+    def program_error(self, p: Program, exc: BaseException) -> ControlProgramError:
+        tb = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        p.done = True
+        return ControlProgramError(f"control program {p.name!r} raised at t = {self.sim.t:.6g} s: {tb}",
+                                   p.name, self.sim.t)
+
+    def resume(self, p: Program) -> None:
+        """Run a program until its next suspension and register what it waits for."""
+        if p.done:
+            return
+        self.sync()
+        self.now = self.sim.t
+        p.ticks += 1
+        try:
+            req = p.coroutine.send(None)
+        except StopIteration:
+            p.done, p.waiting = True, None
+            return
+        except ControlkitError as exc:
+            if isinstance(exc, ControlProgramError):
+                raise
+            raise self.program_error(p, exc) from exc
+        except Exception as exc:
+            raise self.program_error(p, exc) from exc
+        self._wait(p, req)
+
+    def _wait(self, p: Program, req) -> None:
+        t = self.sim.t
+        if req is None or isinstance(req, Tick):
+            p.waiting = Tick()
+            if p.period is not None:
+                p.next_tick += p.period
+                while p.next_tick <= t + 1e-12:  # a late start or a long event: skip missed ticks
+                    p.next_tick += p.period
+                self.sim.at(p.next_tick, lambda sim, p=p: self._timer(p))
+        elif isinstance(req, After):
+            p.waiting = req
+            self.sim.at(t + req.seconds, lambda sim, p=p: self._timer(p))
+        elif isinstance(req, Until):
+            p.waiting = req
+            self.sync()
+            try:
+                already = req.condition()
+            except Exception as exc:
+                raise self.program_error(p, exc) from exc
+            if already:
+                p.waiting = Tick()  # true right away: resume at the next control phase
+                p.period_override = True
+        else:
+            raise self.program_error(p, ControlkitError(
+                f"yielded {req!r}; yield nothing, ctl.until(...), ctl.after(...) or ctl.tick()"))
+
+    def _timer(self, p: Program) -> None:
+        if not p.done and isinstance(p.waiting, (Tick, After)):
+            if isinstance(p.waiting, After) and p.period is not None:
+                p.next_tick = self.sim.t
+            self.resume(p)
+
+    def _control_phase(self, sim) -> None:
+        for p in list(self.programs.values()):
+            if p.done:
+                continue
+            if isinstance(p.waiting, Tick) and (p.period is None or getattr(p, "period_override", False)):
+                p.period_override = False
+                if p.period is not None:
+                    p.next_tick = sim.t
+                self.resume(p)

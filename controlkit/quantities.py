@@ -1,0 +1,266 @@
+"""Quantities: named handles on what can be measured or controlled in a mechanism.
+
+Each quantity follows one small protocol (the "task element"): at the
+mechanism's current state it gives its ``position`` (value), ``velocity``, its
+``jacobian`` J (k, nv) and ``drift`` Jdot v (k,), so that its acceleration is
+``J a + Jdot v``, affine in the step's unknowns. The same quantity can then be
+placed in a control equation, a direct assignment, a cost or an inequality.
+
+Unknown-valued quantities (:class:`ControlTorque`, :class:`ConstraintForce`,
+:class:`JointAcceleration`) select columns of the unknown vector directly and
+read their value from the last solve.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+
+from .errors import ControlkitError, ModelError
+from .expressions import Lin, acc, pos, vel
+
+LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+
+
+class Quantity:
+    """Base class; subclasses set ``name``, ``size`` and implement the protocol."""
+
+    name: str = "quantity"
+    size: int = 0
+    unit: str = ""
+
+    def position(self, mech) -> np.ndarray:
+        raise ControlkitError(f"quantity {self.name!r} has no position-level value")
+
+    def velocity(self, mech) -> np.ndarray:
+        return self.jacobian(mech) @ mech._v
+
+    def jacobian(self, mech) -> np.ndarray:
+        raise ControlkitError(f"quantity {self.name!r} has no Jacobian")
+
+    def drift(self, mech) -> np.ndarray:
+        raise ControlkitError(f"quantity {self.name!r} has no drift term")
+
+    def acceleration(self, ctx) -> Lin:
+        """``J a + Jdot v`` as an affine function of x = [a | tau | lam]."""
+        A = np.zeros((self.size, ctx.layout.nx))
+        A[:, ctx.layout.a] = self.jacobian(ctx.mech)
+        return Lin(A, self.drift(ctx.mech).copy())
+
+    # sugar: q.pos, q.vel, q.acc
+    @property
+    def pos(self):
+        return pos(self)
+
+    @property
+    def vel(self):
+        return vel(self)
+
+    @property
+    def acc(self):
+        return acc(self)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+class FramePoint(Quantity):
+    """World position (m) of a point fixed on a frame (a body or feature).
+
+    Args:
+        mech: the mechanism.
+        frame: frame, body or feature name.
+        offset: point in the frame's coordinates (3,), m.
+    """
+
+    size, unit = 3, "m"
+
+    def __init__(self, mech, frame: str, offset=None):
+        self.frame = frame
+        self.fid = mech.frame_id(frame)
+        self.offset = np.zeros(3) if offset is None else np.asarray(offset, dtype=float).reshape(3)
+        self.name = frame if not self.offset.any() else f"{frame}+{self.offset.tolist()}"
+        self._has_offset = bool(self.offset.any())
+
+    def _r(self, mech):
+        return mech.kinematics().oMf[self.fid].rotation @ self.offset
+
+    def position(self, mech):
+        M = mech.kinematics().oMf[self.fid]
+        return M.translation + (M.rotation @ self.offset if self._has_offset else 0.0)
+
+    def jacobian(self, mech):
+        J = mech.frame_jacobian(self.fid)
+        if not self._has_offset:
+            return J[:3]
+        return J[:3] - pin.skew(self._r(mech)) @ J[3:]
+
+    def velocity(self, mech):
+        nu = mech.frame_velocity(self.fid)
+        if not self._has_offset:
+            return nu.linear.copy()
+        return nu.linear + np.cross(nu.angular, self._r(mech))
+
+    def drift(self, mech):
+        d = mech.frame_drift(self.fid)
+        if not self._has_offset:
+            return d[:3].copy()
+        w = mech.frame_velocity(self.fid).angular
+        r = self._r(mech)
+        return d[:3] + np.cross(d[3:], r) + np.cross(w, np.cross(w, r))
+
+
+class FrameOrientation(Quantity):
+    """Orientation of a frame: value a rotation matrix (3, 3); velocity the angular velocity (rad/s, world axes)."""
+
+    size, unit = 3, "rad"
+
+    def __init__(self, mech, frame: str):
+        self.frame, self.fid, self.name = frame, mech.frame_id(frame), f"{frame}.orientation"
+
+    def position(self, mech):
+        return mech.kinematics().oMf[self.fid].rotation.copy()
+
+    def jacobian(self, mech):
+        return mech.frame_jacobian(self.fid)[3:]
+
+    def velocity(self, mech):
+        return mech.frame_velocity(self.fid).angular.copy()
+
+    def drift(self, mech):
+        return mech.frame_drift(self.fid)[3:].copy()
+
+
+class JointAngle(Quantity):
+    """Angle (rad) or displacement (m) of a one-degree-of-freedom joint."""
+
+    size = 1
+
+    def __init__(self, mech, joint: str):
+        self.joint, self.name = joint, joint
+        jid = mech.joint_id(joint)
+        jm = mech.model.joints[jid]
+        if jm.nv != 1:
+            raise ModelError(f"joint {joint!r} has {jm.nv} degrees of freedom; JointAngle needs one "
+                             f"(use FrameOrientation for spherical joints)")
+        self.iq, self.iv, self.nq = jm.idx_q, jm.idx_v, jm.nq
+        self.unit = "m" if "Prismatic" in jm.shortname() else "rad"
+        self._J = np.zeros((1, mech.nv))
+        self._J[0, self.iv] = 1.0
+
+    def position(self, mech):
+        if self.nq == 2:  # unbounded revolute stores (cos, sin)
+            c, s = mech._q[self.iq:self.iq + 2]
+            return np.array([np.arctan2(s, c)])
+        return mech._q[self.iq:self.iq + 1].copy()
+
+    def velocity(self, mech):
+        return mech._v[self.iv:self.iv + 1].copy()
+
+    def jacobian(self, mech):
+        return self._J
+
+    def drift(self, mech):
+        return np.zeros(1)
+
+
+class CenterOfMass(Quantity):
+    """Centre of mass (m, world) of the whole mechanism."""
+
+    size, unit, name = 3, "m", "com"
+
+    def __init__(self, mech):
+        self._version = -1
+
+    def _update(self, mech):
+        if self._version != mech._version:
+            d = mech.kinematics()  # reuse the cached forward kinematics (with a = 0)
+            self._c = pin.centerOfMass(mech.model, d, pin.KinematicLevel.ACCELERATION, False).copy()
+            self._cv = d.vcom[0].copy()
+            self._drift = d.acom[0].copy()
+            self._J = pin.jacobianCenterOfMass(mech.model, d, False).copy()
+            self._version = mech._version
+
+    def position(self, mech):
+        self._update(mech)
+        return self._c
+
+    def velocity(self, mech):
+        self._update(mech)
+        return self._cv
+
+    def jacobian(self, mech):
+        self._update(mech)
+        return self._J
+
+    def drift(self, mech):
+        self._update(mech)
+        return self._drift
+
+
+class _Unknown(Quantity):
+    """A quantity that is a block of the unknown vector itself."""
+
+    def _cols(self, layout) -> np.ndarray:
+        raise NotImplementedError
+
+    def acceleration(self, ctx) -> Lin:
+        cols = self._cols(ctx.layout)
+        A = np.zeros((len(cols), ctx.layout.nx))
+        A[np.arange(len(cols)), cols] = 1.0
+        return Lin(A, np.zeros(len(cols)))
+
+    def columns(self, layout) -> np.ndarray:
+        """Indices of the unknown vector this quantity occupies."""
+        return self._cols(layout)
+
+
+class ControlTorque(_Unknown):
+    """Control torque (N m) or force (N) of an actuated joint; its value is read after a solve."""
+
+    def __init__(self, mech, joint: str):
+        self.joint, self.name = joint, f"tau.{joint}"
+        self.tcols = mech.tau_columns(joint)
+        self.size = len(self.tcols)
+        jm = mech.model.joints[mech.joint_id(joint)]
+        self.unit = "N" if "Prismatic" in jm.shortname() else "N m"
+
+    def _cols(self, layout):
+        return layout.tau.start + self.tcols
+
+    def position(self, mech):
+        return mech.solution.tau[self.tcols].copy()
+
+
+class ConstraintForce(_Unknown):
+    """Force (N, N m) of an active constraint (loop closure, weld, contact hinge); read after a solve."""
+
+    unit = "N"
+
+    def __init__(self, mech, constraint: str):
+        if constraint not in mech.constraints:
+            from .errors import UnknownNameError
+            raise UnknownNameError("constraint", constraint, mech.constraints, f"mechanism {mech.name!r}")
+        self.constraint, self.name = constraint, f"lam.{constraint}"
+        self.size = mech.constraints[constraint].size
+
+    def _cols(self, layout):
+        s = layout.lam[self.constraint]
+        return np.arange(s.start, s.stop)
+
+    def position(self, mech):
+        return mech.solution.lam[self.constraint].copy()
+
+
+class JointAcceleration(_Unknown):
+    """Acceleration (rad/s^2 or m/s^2) of a joint's degrees of freedom."""
+
+    def __init__(self, mech, joint: str):
+        self.joint, self.name = joint, f"a.{joint}"
+        self.vs = mech.joint_v_slice(joint)
+        self.size = self.vs.stop - self.vs.start
+
+    def _cols(self, layout):
+        return np.arange(layout.a.start + self.vs.start, layout.a.start + self.vs.stop)
+
+    def position(self, mech):
+        return mech.solution.a[self.vs].copy()

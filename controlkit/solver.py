@@ -1,0 +1,257 @@
+"""Solving the per-step problem: direct when determinate, least squares with costs,
+quadprog when there are inequalities.
+
+The motion equations ``M a + bias = S^T tau + Jc^T lam`` are always solvable
+for ``a`` (M is positive definite), so they are eliminated first:
+``a = P y + p0`` with ``y`` the torques and forces not directly assigned. The
+remaining equalities, costs and inequalities are then posed on ``y`` alone.
+
+- Equalities only, determinate: a unique ``y`` (redundant but consistent rows,
+  such as a four-bar linkage's, are fine; the constraint forces they leave
+  indeterminate are reported in ``Solution.indeterminate``).
+- Inconsistent equalities: :class:`InconsistentEquationsError` naming the
+  statements whose rows conflict.
+- Underdetermined: completed by the costs; whatever they leave free is fixed by
+  the documented default — first the least sum of squared control torques,
+  then the least sum of squared constraint forces (joints nobody controls are
+  passive). With ``underdetermined="raise"`` an :class:`UnderdeterminedError`
+  says how many unknowns are free.
+- Inequalities: quadprog on the null space of the equalities; infeasible sets
+  raise :class:`SolverError` carrying the problem.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import quadprog
+import scipy.linalg as sla
+
+from .equations import Problem
+from .errors import InconsistentEquationsError, SolverError, UnderdeterminedError
+
+RANK_TOL = 1e-10  # singular values below RANK_TOL * largest count as zero
+RESIDUAL_TOL = 1e-8  # equality residual (relative to 1 + |b|) above this is a conflict
+
+
+@dataclass
+class Solution:
+    """The solved unknowns: a (nv,), tau (ntau,), lam per constraint name, and how they were found."""
+
+    x: np.ndarray
+    a: np.ndarray
+    tau: np.ndarray
+    lam: dict[str, np.ndarray]
+    method: str = "direct"
+    free: int = 0
+    indeterminate: list[str] = field(default_factory=list)
+
+
+def _reduce(p: Problem):
+    """Eliminate a with the motion equations; return the maps for y (free torques and forces)."""
+    L = p.layout
+    nv, nx = L.nv, L.nx
+    nw = nx - nv
+    fixed_cols = np.concatenate([c for _, c, _ in p.fixed]) if p.fixed else np.zeros(0, dtype=int)
+    fixed_vals = np.concatenate([v for _, _, v in p.fixed]) if p.fixed else np.zeros(0)
+    if len(np.unique(fixed_cols)) != len(fixed_cols):
+        names = [n for n, _, _ in p.fixed]
+        raise InconsistentEquationsError(
+            f"t = {p.time:.6g} s: two direct assignments set the same unknown ({', '.join(names)})", names, p)
+    wF = np.zeros(nw)
+    wF[fixed_cols - nv] = fixed_vals
+    free = np.ones(nw, dtype=bool)
+    free[fixed_cols - nv] = False
+    B = np.hstack([p.S.T, p.Jc.T]) if nw else np.zeros((nv, 0))
+    chol = sla.cho_factor(p.M, check_finite=False)
+    p0 = sla.cho_solve(chol, B @ wF - p.bias, check_finite=False)
+    P = sla.cho_solve(chol, B[:, free], check_finite=False) if free.any() else np.zeros((nv, 0))
+    return P, p0, free, wF
+
+
+def _reduce_rows(A, b, P, p0, free, wF, nv):
+    Aa, Aw = A[:, :nv], A[:, nv:]
+    return Aa @ P + Aw[:, free], b - Aa @ p0 - Aw @ wF
+
+
+def _stack(blocks, P, p0, free, wF, nv, ny):
+    if not blocks:
+        return np.zeros((0, ny)), np.zeros(0), []
+    Es, fs, owners = [], [], []
+    for blk in blocks:
+        E, f = _reduce_rows(blk.A, blk.b, P, p0, free, wF, nv)
+        if blk.weight is not None:
+            E, f = blk.weight[:, None] * E, blk.weight * f
+        Es.append(E)
+        fs.append(f)
+        owners += [blk.name] * len(f)
+    return np.vstack(Es), np.concatenate(fs), owners
+
+
+def _conflicts(E, f, owners, U, r):
+    U0 = U[:, r:]
+    u = U0 @ (U0.T @ f)
+    big = np.abs(u) > 1e-6 * np.abs(u).max()
+    return list(dict.fromkeys(o for o, flag in zip(owners, big) if flag))
+
+
+def _min_norm(E, f):
+    """Minimum-norm least-squares solution, rank, left basis, null space basis."""
+    U, s, Vt = np.linalg.svd(E, full_matrices=True)
+    r = int(np.sum(s > RANK_TOL * max(1.0, s[0] if s.size else 0.0)))
+    y = Vt[:r].T @ ((U[:, :r].T @ f) / s[:r])
+    return y, r, U, Vt[r:].T
+
+
+def solve(p: Problem, method: str = "auto") -> Solution:
+    """Solve a problem built by :func:`controlkit.equations.build_problem`.
+
+    Args:
+        p: the problem.
+        method: ``"auto"``; ``"qp"`` forces quadprog even for equality-only problems
+            (for checking one method against the other).
+    """
+    L = p.layout
+    nv = L.nv
+    P, p0, free, wF = _reduce(p)
+    ny = P.shape[1]
+    E, f, owners = _stack(p.equalities, P, p0, free, wF, nv, ny)
+    y, r, U, N = _min_norm(E, f) if E.shape[0] else (np.zeros(ny), 0, np.zeros((0, 0)), np.eye(ny))
+    if E.shape[0]:
+        res = E @ y - f
+        if np.linalg.norm(res) > RESIDUAL_TOL * (1.0 + np.linalg.norm(f)):
+            names = _conflicts(E, f, owners, U, r)
+            raise InconsistentEquationsError(
+                f"t = {p.time:.6g} s: the equations are inconsistent (residual {np.linalg.norm(res):.3g}); "
+                f"conflicting: {', '.join(names)}", names, p)
+    solver = "direct"
+    tau_rows = np.flatnonzero(free[: L.ntau])
+    if p.inequalities or method == "qp":
+        if not p.default_cost:
+            _complete(p, P, p0, free, wF, y, N, tau_rows)  # raises if the costs leave motion free
+        y = _qp(p, P, p0, free, wF, y, N, E, f, method, tau_rows)
+        return _unpack(p, P, p0, free, wF, y, np.zeros((ny, 0)), "qp")
+    if N.shape[1]:
+        y, N, solver = _complete(p, P, p0, free, wF, y, N, tau_rows)
+    return _unpack(p, P, p0, free, wF, y, N, solver)
+
+
+def _motion_free(P, N, tau_rows):
+    """Columns of the null space N that change the motion (a) or the torques."""
+    if N.shape[1] == 0:
+        return 0
+    move = np.vstack([P @ N, N[tau_rows]]) if len(tau_rows) else P @ N
+    sv = np.linalg.svd(move, compute_uv=False) if move.size else np.zeros(0)
+    return int(np.sum(sv > 1e-9 * max(1.0, np.abs(P).max(initial=0.0))))
+
+
+def _complete(p, P, p0, free, wF, y, N, tau_rows):
+    """Fix the directions the equalities leave free: costs, then the default (or raise)."""
+    nv = p.layout.nv
+    solver = "direct"
+    if p.costs:
+        C, d, _ = _stack(p.costs, P, p0, free, wF, nv, P.shape[1])
+        z, r, _, K = _min_norm(C @ N, d - C @ y)
+        y, N = y + N @ z, N @ K
+        solver = "lstsq"
+    nfree = _motion_free(P, N, tau_rows)
+    if nfree and not p.default_cost:
+        raise UnderdeterminedError(
+            f"t = {p.time:.6g} s: {nfree} unknowns are left free by the equations and costs "
+            f"(underdetermined = 'raise'); add equations, assignments or a cost", nfree, p)
+    if N.shape[1] and len(tau_rows):
+        # default, first stage: least squared control torques
+        z, r, _, K = _min_norm(N[tau_rows], -y[tau_rows])
+        y, N = y + N @ z, N @ K
+    if N.shape[1]:
+        # second stage: least squared constraint forces (y is min-norm only within N)
+        y = y - N @ (N.T @ y)
+    return y, N, solver
+
+
+def _default_hessian(ny, tau_rows):
+    """The default cost on y as a Hessian: squared torques, and 1e-6 x squared forces."""
+    D = np.full(ny, 1e-6)
+    D[tau_rows] = 1.0
+    return np.diag(D)
+
+
+def _qp(p, P, p0, free, wF, y0, N, E, f, method, tau_rows):
+    """quadprog on z with y = y0 + N z (or, for method='qp', on y with equality rows)."""
+    nv, ny = p.layout.nv, P.shape[1]
+    G, g, _ = _stack(p.inequalities, P, p0, free, wF, nv, ny)
+    C, d, _ = _stack(p.costs, P, p0, free, wF, nv, ny)
+    if method == "qp":
+        # the whole problem in y: cost (user + default), independent equality rows
+        H = C.T @ C if C.size else np.zeros((ny, ny))
+        c = C.T @ d if C.size else np.zeros(ny)
+        H, c = _with_default(H, c, _default_hessian(ny, tau_rows), np.zeros(ny))
+        rows = _independent_rows(E)
+        Aeq, beq = E[rows], f[rows]
+        Cq = np.vstack([Aeq, -G]).T if (Aeq.size or G.size) else np.zeros((ny, 0))
+        bq = np.concatenate([beq, -g])
+        return _call_quadprog(p, H, c, Cq, bq, len(rows))
+    if N.shape[1] == 0:
+        if G.size and np.any(G @ y0 - g > 1e-9 * (1 + np.abs(g))):
+            _raise_infeasible(p, G @ y0 - g)
+        return y0
+    # in z: user costs on top, the default |z|^2 only where the costs are flat (y0 is already optimal there)
+    GN = G @ N
+    if C.size:
+        CN = C @ N
+        H = CN.T @ CN
+        c = CN.T @ (d - C @ y0)
+    else:
+        H, c = np.zeros((N.shape[1],) * 2), np.zeros(N.shape[1])
+    Dy = _default_hessian(ny, tau_rows)
+    H, c = _with_default(H, c, N.T @ Dy @ N, -(N.T @ (Dy @ y0)))
+    z = _call_quadprog(p, H, c, -GN.T, -(g - G @ y0), 0)
+    return y0 + N @ z
+
+
+def _with_default(H, c, D, cD):
+    """Add the default cost (Hessian D, linear term cD) only where the user cost H is flat."""
+    w, V = np.linalg.eigh(H) if H.size else (np.zeros(0), np.zeros((0, 0)))
+    F = V[:, w <= RANK_TOL * max(1.0, w.max(initial=0.0))]
+    H = H + F @ (F.T @ D @ F) @ F.T + 1e-12 * np.eye(len(H))
+    return H, c + F @ (F.T @ cD)
+
+
+def _independent_rows(E):
+    if E.shape[0] == 0:
+        return np.zeros(0, dtype=int)
+    _, R, piv = sla.qr(E.T, pivoting=True, mode="economic")
+    dg = np.abs(np.diag(R))
+    r = int(np.sum(dg > RANK_TOL * max(1.0, dg[0])))
+    return np.sort(piv[:r])
+
+
+def _call_quadprog(p, H, c, Cq, bq, meq):
+    try:
+        return quadprog.solve_qp(H, c, Cq, bq, meq)[0]
+    except ValueError as exc:
+        raise SolverError(f"t = {p.time:.6g} s: the QP has no solution ({exc}).\n{p}", p, p.time) from exc
+
+
+def _raise_infeasible(p, viol):
+    raise SolverError(f"t = {p.time:.6g} s: the inequalities cannot hold (largest violation "
+                      f"{viol.max():.3g}) and nothing is left free.\n{p}", p, p.time)
+
+
+def _unpack(p, P, p0, free, wF, y, N, method) -> Solution:
+    L = p.layout
+    a = P @ y + p0
+    w = wF.copy()
+    w[free] = y
+    x = np.concatenate([a, w])
+    tau = w[: L.ntau]
+    lam = {name: x[s] for name, s in L.lam.items()}
+    indet: list[str] = []
+    if N.shape[1]:
+        idx = np.flatnonzero(free)
+        rows = np.flatnonzero(np.abs(N).max(axis=1) > 1e-8)
+        lam_labels = p.lam_labels
+        for k in idx[rows]:
+            if k >= L.ntau:
+                indet.append(lam_labels[k - L.ntau])
+    return Solution(x, a, tau, lam, method, int(N.shape[1]), indet)

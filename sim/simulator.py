@@ -1,0 +1,283 @@
+"""The analysis loop (the thesis' Fig. 4.1 and 5.1).
+
+::
+
+    establish a consistent initial state (accelerations solved)
+    until stop:
+        run the control phase (programs due at this time resume)
+        integrate one step (every derivative evaluation assembles and solves the equations)
+        handle events: detect -> isolate the earliest -> velocity events ->
+            new accelerations -> acceleration events -> restart the integrator
+        report (recording)
+
+The simulator owns three clocks, each a named setting: the integration step
+``dt`` (s), the event tolerance ``event_tolerance`` (s) and, per control
+program, the controller period. Timed actions (controller ticks, ``after``,
+scheduled locks) are breakpoints the step never crosses.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+import time as _time
+from typing import Callable, Iterable
+
+import numpy as np
+
+from controlkit.dynamics import evaluate
+from controlkit.equations import EquationSet
+from controlkit.programs import ProgramRuntime
+from controlkit.errors import ControlkitError, ControlProgramError, SimulationError, StateError
+from controlkit.recording import Event, Recording
+
+from .events import ACCELERATION, VELOCITY, EventSource, crossed, isolate
+from .integrators import PinocchioSystem, make_integrator
+from .stabilization import project_positions, project_velocities
+
+
+class Simulator:
+    """Simulate a mechanism under its control statements, with events.
+
+    Args:
+        mech: the mechanism (``controlkit.mechanism.Mechanism``).
+        q0, v0: initial configuration (nq,) and velocity (nv,); default: neutral, at rest.
+        dt: integration step (s); the initial step for adaptive integrators.
+        integrator: ``euler``, ``semi_implicit_euler``, ``rk4``, ``abm4`` or ``dopri5``.
+        rtol, atol: tolerances for the adaptive integrator.
+        kp, kv: Baumgarte gains (1/s^2, 1/s) of the constraint equations.
+        project: project positions and velocities onto the constraint manifold after each step.
+        event_tolerance: time tolerance (s) of event isolation.
+        external_force: ``f(t, mech) -> (nv,)`` generalized force (N, N m), or None.
+        record: named quantities to record at every sample, ``{name: quantity}``.
+        record_every: record one step in this many (events and the last step always).
+        max_step: upper bound on adaptive steps (s).
+    """
+
+    def __init__(self, mech, q0=None, v0=None, *, dt: float = 1e-3, integrator: str = "rk4",
+                 rtol: float = 1e-8, atol: float = 1e-10, kp: float = 100.0, kv: float = 20.0,
+                 project: bool = False, event_tolerance: float = 1e-6,
+                 external_force: Callable | None = None, record: dict | None = None,
+                 record_every: int = 1, max_step: float = np.inf, t0: float = 0.0):
+        if dt <= 0:
+            raise ControlkitError(f"Simulator: dt must be positive, got {dt}")
+        if event_tolerance <= 0:
+            raise ControlkitError(f"Simulator: event_tolerance must be positive, got {event_tolerance}")
+        self.mech = mech
+        self.dt = float(dt)
+        self.equations = EquationSet(kp=kp, kv=kv)
+        opts = {"rtol": rtol, "atol": atol} if integrator == "dopri5" else {}
+        self.integrator = make_integrator(integrator, **opts)
+        self.project = project
+        self.event_tolerance = float(event_tolerance)
+        self.external_force = external_force
+        self.max_step = float(max_step)
+        self.t = float(t0)
+        self.q = mech.check_q(mech.neutral() if q0 is None else q0, "q0")
+        self.v = mech.check_v(np.zeros(mech.nv) if v0 is None else v0, "v0")
+        self.sources: list[EventSource] = []
+        self.record_quantities = dict(record or {})
+        self.record_every = max(1, int(record_every))
+        self.system = PinocchioSystem(mech.model, self._accel)
+        self._timers: list = []
+        self._timer_seq = itertools.count()
+        self.control_phase: list[Callable[["Simulator"], None]] = []
+        self.recording = Recording(mech.nq, mech.nv, mech.ntau, {"model": getattr(mech, "source", {"name": mech.name}),
+                                                                 "integrator": integrator, "dt": dt})
+        self.steps = 0
+        self._a = None
+        self._restart = True
+        self._stop = False
+        self._eq_version = -1
+        self.programs: ProgramRuntime | None = None
+
+    # ----------------------------------------------------------- derivative
+    def _accel(self, t, q, v):
+        f = self.external_force(t, self.mech) if self.external_force is not None else None
+        return evaluate(self.mech, self.equations, t, q, v, f).a
+
+    def solve_now(self):
+        """Solve the equations at the current state (sets ``mech.solution``) and return it."""
+        self._a = self._accel(self.t, self.q, self.v)
+        return self.mech.solution
+
+    # ------------------------------------------------------------- programs
+    def add_program(self, program: Callable, name: str | None = None, period: float | None = None) -> str:
+        """Start a control program (generator function or ``async def`` taking the controller).
+
+        Args:
+            program: the program function.
+            name: its name (default the function's name).
+            period: its clock period (s); default every integration step.
+        """
+        if self.programs is None:
+            self.programs = ProgramRuntime(self)
+        return self.programs.start(program, name, period)
+
+    # ------------------------------------------------------------- schedule
+    def at(self, t: float, action: Callable[["Simulator"], None]) -> None:
+        """Schedule ``action(sim)`` at simulation time t (s); steps land exactly on it."""
+        heapq.heappush(self._timers, (float(t), next(self._timer_seq), action))
+
+    def add_source(self, source: EventSource) -> None:
+        """Watch an event source from now on."""
+        self.sources.append(source)
+
+    def stop(self) -> None:
+        """Ask the loop to stop after the current step."""
+        self._stop = True
+
+    def log(self, kind: str, description: str, **data) -> None:
+        """Log an event in the recording at the current time."""
+        self.recording.log_event(Event(self.t, kind, description, data))
+
+    def set_state(self, q=None, v=None) -> None:
+        """Change the state between steps (e.g. an impact handler); restarts the integrator."""
+        if q is not None:
+            self.q = self.mech.check_q(q)
+        if v is not None:
+            self.v = self.mech.check_v(v)
+        self._restart = True
+        self._a = None
+
+    # ----------------------------------------------------------------- loop
+    def run(self, duration: float, progress=None) -> Recording:
+        """Advance by ``duration`` seconds; returns the recording (also on error, attached to it)."""
+        t_end = self.t + float(duration)
+        wall0 = _time.perf_counter()
+        try:
+            if self.steps == 0 and len(self.recording) == 0:
+                self._run_due_timers()
+                self._control()
+                self.solve_now()
+                self._record(force=True)
+            while self.t < t_end - 1e-12 and not self._stop:
+                self._one_step(t_end)
+                if progress is not None:
+                    progress.update(self.t)
+        except ControlProgramError as exc:
+            exc.recording = self.recording
+            self._finish(wall0)
+            raise
+        except ControlkitError as exc:
+            self._finish(wall0)
+            if not isinstance(exc, SimulationError):
+                raise
+            exc.recording = self.recording
+            raise
+        self._finish(wall0)
+        return self.recording
+
+    def _finish(self, wall0):
+        T = self.mech.times
+        s = self.recording.stats
+        s["wall_time"] = s.get("wall_time", 0.0) + _time.perf_counter() - wall0
+        s.update(sim_time=self.t, steps=self.steps, evaluations=T.calls, pinocchio_time=T.pinocchio,
+                 assembly_time=T.assembly, solve_time=T.solve)
+
+    def _control(self):
+        for hook in list(self.control_phase):
+            hook(self)
+
+    def _run_due_timers(self):
+        while self._timers and self._timers[0][0] <= self.t + 1e-12:
+            _, _, action = heapq.heappop(self._timers)
+            action(self)
+            self._restart = True
+            self._a = None
+
+    def _next_h(self, t_end):
+        h = self.dt if not self.integrator.adaptive else self._h_adapt
+        h = min(h, self.max_step, t_end - self.t)
+        if self._timers:
+            h = min(h, self._timers[0][0] - self.t)
+        for s in self.sources:
+            if s.active():
+                h = min(h, s.max_step(self, self.t, self.q, self.v))
+        return max(h, 1e-14)
+
+    _h_adapt = None
+
+    def _one_step(self, t_end):
+        if self._h_adapt is None:
+            self._h_adapt = self.dt
+        if self._restart:
+            self.integrator.reset()
+            self._restart = False
+        if self._a is None:
+            self.solve_now()
+        h = self._next_h(t_end)
+        sources = [s for s in self.sources if s.active()]
+        g0 = [s.guards(self, self.t, self.q, self.v) for s in sources]
+        step = self._attempt(h)
+        # detect events in the step
+        first = None
+        for s, g in zip(sources, g0):
+            g1 = s.guards(self, step.t1, step.q1, step.v1)
+            mask = crossed(g, g1)
+            if mask.any():
+                theta = isolate(s, self, step, g, mask)
+                if first is None or theta < first[0] - 1e-15:
+                    first = (theta, [(s, g, mask)])
+                elif abs(theta - first[0]) <= 1e-15:
+                    first[1].append((s, g, mask))
+        if first is not None and first[0] < 1.0:
+            theta = first[0]
+            self.integrator.reset()
+            step = self._attempt(theta * h, adaptive_retry=False)
+        self._accept(step)
+        if first is not None:
+            self._handle(first[1])
+        self._run_due_timers()
+        self._control()
+        if self._a is None or self.equations.version != self._eq_version or self.mech._q is not self.q \
+                or self.mech._v is not self.v:
+            self.solve_now()
+        self._record(force=first is not None or self.t >= t_end - 1e-12)
+
+    def _attempt(self, h, adaptive_retry=True):
+        while True:
+            step = self.integrator.step(self.system, self.t, self.q, self.v, h, self._a)
+            if step.accepted or not adaptive_retry:
+                if self.integrator.adaptive and adaptive_retry:
+                    self._h_adapt = step.h_next
+                return step
+            h = step.h_next
+            if h < 1e-14:
+                raise SimulationError(f"t = {self.t:.9g} s: step size underflow in {self.integrator.name}",
+                                      self.t, self.recording)
+
+    def _accept(self, step):
+        q, v = step.q1, step.v1
+        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
+            raise SimulationError(f"t = {step.t1:.9g} s: the state became non-finite (NaN/inf) in "
+                                  f"{self.integrator.name}", step.t1, self.recording)
+        if self.project and self.mech.constraints:
+            cons = list(self.mech.constraints.values())
+            q = project_positions(self.mech, cons, q)
+            v = project_velocities(self.mech, cons, q, v)
+            self._a = None
+        else:
+            # FSAL methods end on an evaluation at (t1, q1, v1): reuse it unless the equations change
+            self._a = step.a1
+        self.t, self.q, self.v = step.t1, q, v
+        self.steps += 1
+        self._eq_version = self.equations.version
+
+    def _handle(self, fired):
+        """Velocity events first, then new accelerations, then acceleration events (one pass)."""
+        for kind in (VELOCITY, ACCELERATION):
+            for s, g, mask in fired:
+                if s.kind == kind:
+                    g1 = s.guards(self, self.t, self.q, self.v)
+                    s.handle(self, self.t, np.flatnonzero(mask & (g1 <= 0) | mask))
+            if kind == VELOCITY:
+                self.solve_now()
+        self._restart = True
+        self._a = None
+
+    def _record(self, force=False):
+        if not force and self.steps % self.record_every:
+            return
+        mech = self.mech
+        vals = {name: np.atleast_1d(qty.position(mech)).ravel() for name, qty in self.record_quantities.items()}
+        self.recording.append(self.t, self.q, self.v, mech.solution.tau, vals)
