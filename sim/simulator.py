@@ -113,6 +113,26 @@ class Simulator:
             self.programs = ProgramRuntime(self)
         return self.programs.start(program, name, period)
 
+    # ------------------------------------------------- events: locks, impacts
+    def lock(self, joint: str, **options) -> None:
+        """Lock a joint now with the momentum-consistent transition (see :mod:`sim.locking`)."""
+        from .locking import lock_joint
+        lock_joint(self, joint, **options)
+
+    def unlock(self, joint: str) -> None:
+        """Unlock a joint locked with :meth:`lock`."""
+        from .locking import unlock_joint
+        unlock_joint(self, joint)
+
+    def lock_at(self, t: float, joint: str, **options) -> None:
+        """Schedule a joint lock at simulation time t (s)."""
+        self.at(t, lambda sim: sim.lock(joint, **options))
+
+    def enable_impacts(self, **options):
+        """Watch collisions between bodies and resolve impacts (see :func:`sim.impact.add_impacts`)."""
+        from .impact import add_impacts
+        return add_impacts(self, **options)
+
     # ------------------------------------------------------------- schedule
     def at(self, t: float, action: Callable[["Simulator"], None]) -> None:
         """Schedule ``action(sim)`` at simulation time t (s); steps land exactly on it."""
