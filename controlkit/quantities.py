@@ -16,7 +16,7 @@ import numpy as np
 import pinocchio as pin
 
 from .errors import ControlkitError, ModelError
-from .expressions import Lin, acc, pos, vel
+from .expressions import Expr, Lin, acc, pos, vel
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 
@@ -197,8 +197,15 @@ class CenterOfMass(Quantity):
         return self._drift
 
 
-class _Unknown(Quantity):
-    """A quantity that is a block of the unknown vector itself."""
+class _Unknown(Quantity, Expr):
+    """A quantity that is a block of the unknown vector itself; usable directly in expressions
+    (``tau <= 50``, ``cost(tau)``) as well as through ``acc(...)``."""
+
+    def evaluate(self, ctx):
+        return self.acceleration(ctx)
+
+    def describe(self) -> str:
+        return self.name
 
     def _cols(self, layout) -> np.ndarray:
         raise NotImplementedError
@@ -264,3 +271,18 @@ class JointAcceleration(_Unknown):
 
     def position(self, mech):
         return mech.solution.a[self.vs].copy()
+
+
+class ControlTorques(_Unknown):
+    """All control torques at once (ntau,), N m / N, in the mechanism's actuated order."""
+
+    name, unit = "tau", "N m"
+
+    def __init__(self, mech):
+        self.size = mech.ntau
+
+    def _cols(self, layout):
+        return np.arange(layout.tau.start, layout.tau.stop)
+
+    def position(self, mech):
+        return mech.solution.tau.copy()

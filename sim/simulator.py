@@ -27,7 +27,8 @@ import numpy as np
 from controlkit.dynamics import evaluate
 from controlkit.equations import EquationSet
 from controlkit.programs import ProgramRuntime
-from controlkit.errors import ControlkitError, ControlProgramError, SimulationError, StateError
+from controlkit.errors import ControlkitError, ControlProgramError, SimulationError, SolverError, StateError
+from controlkit.quantities import ControlTorques
 from controlkit.recording import Event, Recording
 
 from .events import ACCELERATION, VELOCITY, EventSource, crossed, isolate
@@ -51,17 +52,27 @@ class Simulator:
         record: named quantities to record at every sample, ``{name: quantity}``.
         record_every: record one step in this many (events and the last step always).
         max_step: upper bound on adaptive steps (s).
+        fallback: ``None`` (default: a failed solve stops the run with the error) or
+            ``"hold_last_torques"``: when the control statements cannot be solved, keep the
+            last solved torques (forward dynamics) until they can; each entry into and exit
+            from the fallback is logged as a ``fallback`` event.
     """
 
     def __init__(self, mech, q0=None, v0=None, *, dt: float = 1e-3, integrator: str = "rk4",
                  rtol: float = 1e-8, atol: float = 1e-10, kp: float = 100.0, kv: float = 20.0,
                  project: bool = False, event_tolerance: float = 1e-6,
                  external_force: Callable | None = None, record: dict | None = None,
-                 record_every: int = 1, max_step: float = np.inf, t0: float = 0.0):
+                 record_every: int = 1, max_step: float = np.inf, t0: float = 0.0,
+                 fallback: str | None = None):
         if dt <= 0:
             raise ControlkitError(f"Simulator: dt must be positive, got {dt}")
         if event_tolerance <= 0:
             raise ControlkitError(f"Simulator: event_tolerance must be positive, got {event_tolerance}")
+        if fallback not in (None, "hold_last_torques"):
+            raise ControlkitError(f"Simulator: fallback must be None or 'hold_last_torques', got {fallback!r}")
+        self.fallback = fallback
+        self._last_tau = np.zeros(mech.ntau)
+        self._in_fallback = self._fallback_active = False
         self.mech = mech
         self.dt = float(dt)
         self.equations = EquationSet(kp=kp, kv=kv)
@@ -93,11 +104,32 @@ class Simulator:
     # ----------------------------------------------------------- derivative
     def _accel(self, t, q, v):
         f = self.external_force(t, self.mech) if self.external_force is not None else None
-        return evaluate(self.mech, self.equations, t, q, v, f).a
+        try:
+            return evaluate(self.mech, self.equations, t, q, v, f).a
+        except SolverError as exc:
+            if self.fallback is None:
+                raise
+            return self._hold_last(t, q, v, f, exc)
+
+    def _hold_last(self, t, q, v, f, exc):
+        self._in_fallback = True
+        if not self._fallback_active:
+            self._fallback_active = True
+            self.recording.log_event(Event(t, "fallback", f"holding the last torques: {str(exc).splitlines()[0]}",
+                                           {"tau": self._last_tau.tolist()}))
+        eqs = EquationSet(kp=self.equations.kp, kv=self.equations.kv)
+        eqs.assign("held torques", ControlTorques(self.mech), self._last_tau)
+        return evaluate(self.mech, eqs, t, q, v, f).a
 
     def solve_now(self):
         """Solve the equations at the current state (sets ``mech.solution``) and return it."""
+        self._in_fallback = False
         self._a = self._accel(self.t, self.q, self.v)
+        if self._fallback_active and not self._in_fallback:
+            self._fallback_active = False
+            self.log("fallback", "control statements solvable again; fallback ended")
+        if not self._in_fallback:
+            self._last_tau = self.mech.solution.tau.copy()
         return self.mech.solution
 
     # ------------------------------------------------------------- programs
@@ -175,6 +207,7 @@ class Simulator:
                 if progress is not None:
                     progress.update(self.t)
         except ControlProgramError as exc:
+            self._record_reached_state()
             exc.recording = self.recording
             self._finish(wall0)
             raise
@@ -186,6 +219,12 @@ class Simulator:
             raise
         self._finish(wall0)
         return self.recording
+
+    def _record_reached_state(self):
+        """Keep the last integrated state in the recording when a run stops on an error."""
+        rec = self.recording
+        if len(rec) == 0 or rec.t[-1] < self.t:
+            rec.append(self.t, self.q, self.v, self._last_tau)
 
     def _finish(self, wall0):
         T = self.mech.times

@@ -1,0 +1,202 @@
+"""Offline replay: one self-contained HTML file that plays a recording in any browser.
+
+The file holds meshcat's viewer code, the mechanism's visual meshes and a meshcat
+animation of the decimated recording, all inline (meshes and commands as base64
+data); it plays from ``file://`` with no server and no network access, and its
+Content-Security-Policy forbids the browser to fetch anything. The scene is built
+in memory (no meshcat server is started); hidden collision geometry is left out.
+
+Example::
+
+    export_html(mech, rec, "out/walk.html", fps=30, frames=["l_sole"],
+                arrows={"contacts": ("contact points", "contact forces")})
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable, Mapping
+
+import numpy as np
+import pinocchio as pin
+from meshcat.animation import Animation
+
+from ._errors import ReportError
+from . import _meshcat as mc
+from .viewer import _check_recording
+
+#: a trace longer than this many points is thinned before it is drawn
+MAX_TRACE_POINTS = 10_000
+#: with ``arrow_scale=None`` the largest arrow of the run is drawn this long (m)
+AUTO_ARROW_LENGTH = 0.3
+
+
+def export_html(
+    mechanism,
+    recording,
+    path,
+    *,
+    fps: float = 30.0,
+    frames: Iterable[str] = (),
+    traces: Mapping[str, str] | None = None,
+    arrows: Mapping[str, tuple[str, str]] | None = None,
+    arrow_scale: float | None = None,
+    frame_length: float = 0.1,
+    max_frames: int = 3000,
+    camera="auto",
+    compact_meshes: bool = False,
+    autoplay: bool = True,
+    title: str | None = None,
+) -> Path:
+    """Write a self-contained HTML replay of ``recording`` and return its path.
+
+    Args:
+        mechanism: the :class:`~controlkit.mechanism.Mechanism` the recording was made with.
+        recording: the :class:`~controlkit.recording.Recording` to replay.
+        path: the HTML file to write (parent folders are created).
+        fps: animation frames per simulated second (``recording.frame_indices(fps)``);
+            playback runs at simulated time whatever the decimation.
+        frames: frame/feature names whose x/y/z axes are drawn, moving with the robot.
+        traces: ``{name: quantity}`` polylines through a recorded (N, 3) quantity (m),
+            e.g. an end-effector position, drawn whole.
+        arrows: ``{name: (points quantity, vectors quantity)}`` animated arrows; both
+            quantities are (N, 3k) for k arrows (k contact points); NaN rows hide an arrow.
+        arrow_scale: metres of arrow per unit of vector (e.g. m/N); default: the run's
+            largest vector is drawn ``AUTO_ARROW_LENGTH`` long.
+        frame_length: length of the frame axes (m).
+        max_frames: upper bound on animation frames; a longer run is decimated further.
+        camera: ``"auto"`` (frame the robot's whole motion), None (meshcat's default
+            camera) or ``(position, target)`` in world coordinates (m, z up).
+        compact_meshes: send mesh files as their loaded triangles (about 4x smaller
+            for Collada files; the files' own colours are replaced by ``meshColor``).
+        autoplay: start playing when the page opens.
+        title: page title (default: the mechanism's name).
+    """
+    _check_recording(mechanism, recording)
+    if not fps > 0:
+        raise ReportError(f"export_html: fps must be positive, got {fps}")
+    if int(max_frames) < 2:
+        raise ReportError(f"export_html: max_frames must be at least 2, got {max_frames}")
+    frames = list(frames)
+    frame_ids = {name: mechanism.frame_id(name) for name in frames}
+    trace_data = {name: _trace_points(recording, name, q) for name, q in (traces or {}).items()}
+    arrow_data = {name: _arrow_quantities(recording, name, pq, vq) for name, (pq, vq) in (arrows or {}).items()}
+
+    t, Q = recording.t, recording.q
+    idx = recording.frame_indices(fps)
+    if len(idx) > max_frames:
+        idx = np.unique(idx[np.round(np.linspace(0, len(idx) - 1, int(max_frames))).astype(int)])
+    t0 = t[idx[0]]
+
+    scale = arrow_scale
+    if scale is None:
+        scale = _auto_arrow_scale([V[idx] for _, V in arrow_data.values()])
+    elif not scale > 0:
+        raise ReportError(f"export_html: arrow_scale must be positive, got {arrow_scale}")
+
+    vis, scene = mc.offline_visualizer()
+    viz = mc.robot_visualizer(mechanism, vis, compact_meshes=compact_meshes)
+    model, data = viz.model, viz.data
+
+    for name, pts in trace_data.items():
+        vis[mc.trace_path(name)].set_object(mc.line_object(pts))
+    for name in frames:
+        vis[mc.frame_path(name)].set_object(mc.triad_object(frame_length))
+    for name, (P, _) in arrow_data.items():
+        for i in range(P.shape[1] // 3):
+            vis[mc.arrow_path(name, i)].set_object(mc.arrow_object())
+
+    # The still scene shows the first frame (what a browser shows before the animation runs).
+    _show(viz, vis, Q[idx[0]], idx[0], frame_ids, arrow_data, scale)
+
+    anim = Animation(default_framerate=fps)
+    seen = []
+    for i in idx:
+        view = anim.at_frame(vis, float((t[i] - t0) * fps))
+        _show(viz, view, Q[i], i, frame_ids, arrow_data, scale, animated=True)
+        seen.append(np.array([M.translation for M in viz.visual_data.oMg]).reshape(-1, 3))
+        seen.append(np.array([M.translation for M in data.oMi]))
+    viz.viewer = vis
+    if len(idx) > 1:
+        vis.set_animation(anim, play=autoplay, repetitions=1)
+
+    cam = None
+    if isinstance(camera, str) and camera == "auto":
+        cam = mc.auto_camera(np.concatenate(seen))
+    elif camera is not None:
+        try:
+            position, target = (np.asarray(x, dtype=float).reshape(3) for x in camera)
+        except (TypeError, ValueError) as exc:
+            raise ReportError(f"export_html: camera must be 'auto', None or (position, target), got {camera!r}") from exc
+        if np.linalg.norm(position - target) < 1e-9:
+            raise ReportError(f"export_html: camera position {position.tolist()} coincides with its target")
+        cam = (position, target)
+
+    info = {
+        "mechanism": mechanism.name,
+        "frames": int(len(idx)),
+        "fps": float(fps),
+        "duration": float(t[idx[-1]] - t0),
+        "start_time": float(t0),
+        "visuals": [g.name for g in viz.visual_model.geometryObjects],
+        "arrow_scale": float(scale),
+    }
+    if cam is not None:
+        info["camera"] = {"position": [float(x) for x in cam[0]], "target": [float(x) for x in cam[1]]}
+    text = mc.static_html(scene, title or f"{mechanism.name} - controlkit replay", info)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# ------------------------------------------------------------------- internals
+def _show(viz, view, q, i, frame_ids, arrow_data, scale, animated: bool = False) -> None:
+    """Place robot, frame triads and arrows of sample ``i`` into ``view`` (a scene or an animation frame)."""
+    viz.viewer = view
+    viz.display(q)  # forward kinematics into viz.data, then every visual's transform
+    if frame_ids:
+        pin.updateFramePlacements(viz.model, viz.data)
+        for name, fid in frame_ids.items():
+            view[mc.frame_path(name)].set_transform(viz.data.oMf[fid].homogeneous)
+    for name, (P, V) in arrow_data.items():
+        for k in range(P.shape[1] // 3):
+            node = view[mc.arrow_path(name, k)]
+            pose = mc.arrow_pose(P[i, 3 * k:3 * k + 3], V[i, 3 * k:3 * k + 3], scale)
+            if animated:
+                R, p, length = pose if pose is not None else (np.eye(3), np.zeros(3), 1e-6)
+                node.set_transform(mc.homogeneous(R, p))
+                node.set_property("scale", "vector3", [1.0, 1.0, float(length)])
+                node.set_property("visible", "boolean", pose is not None)
+            elif pose is None:
+                node.set_property("visible", False)
+            else:
+                R, p, length = pose
+                node.set_transform(mc.homogeneous(R, p, (1.0, 1.0, length)))
+
+
+def _trace_points(recording, name: str, quantity: str) -> np.ndarray:
+    X = recording.quantity(quantity)
+    if X.shape[1] != 3:
+        raise ReportError(f"trace {name!r}: quantity {quantity!r} has {X.shape[1]} components, expected 3 (a point)")
+    if len(X) > MAX_TRACE_POINTS:
+        X = X[np.unique(np.round(np.linspace(0, len(X) - 1, MAX_TRACE_POINTS)).astype(int))]
+    return X
+
+
+def _arrow_quantities(recording, name: str, points: str, vectors: str) -> tuple[np.ndarray, np.ndarray]:
+    P, V = recording.quantity(points), recording.quantity(vectors)
+    if P.shape != V.shape or P.shape[1] % 3:
+        raise ReportError(
+            f"arrows {name!r}: points {points!r} {P.shape[1:]} and vectors {vectors!r} {V.shape[1:]} "
+            "must both have 3k components (k arrows)")
+    return P, V
+
+
+def _auto_arrow_scale(vector_samples: list[np.ndarray]) -> float:
+    biggest = 0.0
+    for V in vector_samples:
+        if V.size:
+            n = np.linalg.norm(V.reshape(len(V), -1, 3), axis=2)
+            if np.any(np.isfinite(n)):
+                biggest = max(biggest, float(np.nanmax(n)))
+    return AUTO_ARROW_LENGTH / biggest if biggest > 0 else 1e-3
