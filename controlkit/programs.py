@@ -96,6 +96,16 @@ class Controller:
         """Simulation time (s) at which the program is running (or a condition is tested)."""
         return self._rt.now
 
+    @property
+    def q(self) -> np.ndarray:
+        """The measured configuration now (nq,), a copy."""
+        return self._rt.sim.q.copy()
+
+    @property
+    def v(self) -> np.ndarray:
+        """The measured velocity now (nv,), a copy."""
+        return self._rt.sim.v.copy()
+
     def tick(self) -> Tick:
         """Suspend until the next tick: ``await ctl.tick()`` or ``yield``."""
         return Tick()
