@@ -1,0 +1,172 @@
+"""The equation core against Pinocchio's own algorithms and finite differences."""
+import numpy as np
+import pinocchio as pin
+import pytest
+import example_robot_data as erd
+
+from controlkit.constraints import HingeConstraint, PointConstraint, WeldConstraint
+from controlkit.dynamics import evaluate
+from controlkit.equations import EquationSet, build_problem
+from controlkit.errors import StateError, UnknownNameError
+from controlkit.expressions import acc
+from controlkit.mechanism import Mechanism
+from controlkit.quantities import (CenterOfMass, ControlTorques, FrameOrientation, FramePoint,
+                                   JointAngle)
+from controlkit.solver import solve
+
+EPS = 1e-5
+
+
+@pytest.fixture(scope="module")
+def talos():
+    r = erd.load("talos")
+    return Mechanism(r.model, r.collision_model, r.visual_model, name="talos")
+
+
+def random_state(mech, seed):
+    rng = np.random.default_rng(seed)
+    m = mech.model
+    lo = np.where(np.isfinite(m.lowerPositionLimit), m.lowerPositionLimit, -1.0)
+    hi = np.where(np.isfinite(m.upperPositionLimit), m.upperPositionLimit, 1.0)
+    lo, hi = np.maximum(lo, -3.0), np.minimum(hi, 3.0)
+    q = pin.randomConfiguration(m, lo, hi)
+    return q, rng.standard_normal(mech.nv)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_passive_accelerations_equal_aba(talos, seed):
+    q, v = random_state(talos, seed)
+    sol = evaluate(talos, EquationSet(), 0.0, q, v)
+    ref = pin.aba(talos.model, talos.model.createData(), q, v, np.zeros(talos.nv))
+    assert np.abs(sol.a - ref).max() < 1e-9 * max(1.0, np.abs(ref).max())
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_accelerations_with_assigned_torques_equal_aba(talos, seed):
+    q, v = random_state(talos, seed)
+    tau = np.random.default_rng(seed + 10).standard_normal(talos.ntau) * 10
+    eqs = EquationSet()
+    eqs.assign("torques", ControlTorques(talos), tau)
+    sol = evaluate(talos, eqs, 0.0, q, v)
+    ref = pin.aba(talos.model, talos.model.createData(), q, v, talos.S.T @ tau)
+    assert np.abs(sol.a - ref).max() < 1e-9 * max(1.0, np.abs(ref).max())
+    assert sol.method == "direct"
+
+
+def _flow(mech, q, v, s):
+    return pin.integrate(mech.model, q, s * v)
+
+
+def _fd_check(mech, q, v, value_fn, vel_fn, jac_fn, drift_fn, rotation=False):
+    """Central differences along q(s) = q (+) s v with constant v (a = 0)."""
+    mech.set_state(q, v)
+    J, drift, vel = jac_fn(), drift_fn(), vel_fn()
+    qp, qm = _flow(mech, q, v, EPS), _flow(mech, q, v, -EPS)
+    mech.set_state(qp, v)
+    xp, vp = value_fn(), vel_fn()
+    mech.set_state(qm, v)
+    xm, vm = value_fn(), vel_fn()
+    if rotation:
+        fd_vel = pin.log3(xp @ xm.T) / (2 * EPS)
+    else:
+        fd_vel = (xp - xm) / (2 * EPS)
+    fd_drift = (vp - vm) / (2 * EPS)
+    scale_v = max(1.0, np.abs(vel).max())
+    scale_d = max(1.0, np.abs(drift).max())
+    assert np.abs(J @ v - vel).max() < 1e-12 * scale_v
+    assert np.abs(fd_vel - vel).max() < 1e-6 * scale_v
+    assert np.abs(fd_drift - drift).max() < 1e-6 * scale_d
+
+
+FRAMES = ["left_sole_link", "gripper_right_base_link", "head_2_link"]
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+@pytest.mark.parametrize("frame", FRAMES)
+def test_frame_point_jacobian_and_drift_match_finite_differences(talos, seed, frame):
+    q, v = random_state(talos, seed)
+    for offset in (None, [0.05, -0.1, 0.2]):
+        p = FramePoint(talos, frame, offset)
+        _fd_check(talos, q, v, lambda: p.position(talos), lambda: p.velocity(talos),
+                  lambda: p.jacobian(talos), lambda: p.drift(talos))
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+@pytest.mark.parametrize("frame", FRAMES)
+def test_frame_orientation_jacobian_and_drift_match_finite_differences(talos, seed, frame):
+    q, v = random_state(talos, seed)
+    o = FrameOrientation(talos, frame)
+    _fd_check(talos, q, v, lambda: o.position(talos), lambda: o.velocity(talos),
+              lambda: o.jacobian(talos), lambda: o.drift(talos), rotation=True)
+
+
+@pytest.mark.parametrize("seed", [5, 6])
+def test_centre_of_mass_and_joint_angle_match_finite_differences(talos, seed):
+    q, v = random_state(talos, seed)
+    c = CenterOfMass(talos)
+    _fd_check(talos, q, v, lambda: c.position(talos), lambda: c.velocity(talos),
+              lambda: c.jacobian(talos), lambda: c.drift(talos))
+    th = JointAngle(talos, "leg_left_4_joint")
+    _fd_check(talos, q, v, lambda: th.position(talos), lambda: th.velocity(talos),
+              lambda: th.jacobian(talos), lambda: th.drift(talos))
+
+
+@pytest.mark.parametrize("cls", [PointConstraint, WeldConstraint, HingeConstraint])
+def test_constraint_jacobians_and_drifts_match_finite_differences(talos, cls):
+    q, v = random_state(talos, 7)
+    c = cls("hands", "gripper_left_base_link", "gripper_right_base_link")
+    c.bind(talos)
+    _fd_check(talos, q, v, c.error, lambda: c.jacobian() @ talos._v, c.jacobian, c.drift) if cls is not WeldConstraint \
+        else _fd_check_weld(talos, q, v, c)
+
+
+def _fd_check_weld(mech, q, v, c):
+    # the rotation rows are the relative angular velocity, not the derivative of log3 away from zero error
+    mech.set_state(q, v)
+    J, drift = c.jacobian(), c.drift()
+    _, Ma = None, None
+    qp, qm = _flow(mech, q, v, EPS), _flow(mech, q, v, -EPS)
+    mech.set_state(qp, v); vp = c.jacobian() @ v; pp = c.error()[:3]
+    Ra_p = mech.kinematics().oMf[c.fa].rotation.copy(); Rb_p = mech.kinematics().oMf[c.fb].rotation.copy()
+    mech.set_state(qm, v); vm = c.jacobian() @ v; pm = c.error()[:3]
+    Ra_m = mech.kinematics().oMf[c.fa].rotation.copy(); Rb_m = mech.kinematics().oMf[c.fb].rotation.copy()
+    wa = pin.log3(Ra_p @ Ra_m.T) / (2 * EPS)
+    wb = pin.log3(Rb_p @ Rb_m.T) / (2 * EPS)
+    assert np.abs((pp - pm) / (2 * EPS) - (J @ v)[:3]).max() < 1e-6 * max(1, np.abs(J @ v).max())
+    assert np.abs(wa - wb - (J @ v)[3:]).max() < 1e-6 * max(1, np.abs(J @ v).max())
+    assert np.abs((vp - vm) / (2 * EPS) - drift).max() < 1e-6 * max(1, np.abs(drift).max())
+
+
+def _ur5():
+    r = erd.load("ur5")
+    return Mechanism(r.model, r.collision_model, r.visual_model, name="ur5")
+
+
+def test_quadprog_and_the_direct_solve_agree_on_an_equality_only_problem():
+    mech = _ur5()
+    q, v = np.array([0.3, -1.0, 1.2, -0.5, 0.8, 0.2]), np.array([0.1, -0.2, 0.3, 0.1, 0.0, -0.4])
+    mech.set_state(q, v)
+    eqs = EquationSet()
+    tool = FramePoint(mech, "tool0")
+    eqs.add_equation("tool", acc(tool) == np.array([0.3, -0.2, 0.1]))
+    eqs.add_equation("j5", acc(JointAngle(mech, "wrist_2_joint")) == 0.5)
+    eqs.add_equation("j6", acc(JointAngle(mech, "wrist_3_joint")) == -0.5)
+    eqs.add_equation("j4", acc(JointAngle(mech, "wrist_1_joint")) == 0.2)
+    p = build_problem(mech, eqs, 0.0)
+    direct, qp = solve(p), solve(p, method="qp")
+    assert direct.method == "direct" and qp.method == "qp"
+    assert np.abs(direct.x - qp.x).max() < 1e-9 * max(1.0, np.abs(direct.x).max())
+
+
+def test_a_state_vector_of_the_wrong_size_is_refused_with_its_sizes(talos):
+    with pytest.raises(StateError, match=r"nq = 39, got a vector of size 7"):
+        talos.set_state(np.zeros(7))
+    with pytest.raises(StateError, match=r"nv = 38, got a vector of size 3"):
+        talos.set_state(pin.neutral(talos.model), np.zeros(3))
+
+
+def test_an_unknown_frame_name_is_refused_with_suggestions(talos):
+    with pytest.raises(UnknownNameError) as info:
+        FramePoint(talos, "left_sole_lnk")
+    msg = str(info.value)
+    assert "unknown frame 'left_sole_lnk'" in msg and "left_sole_link" in msg and "talos" in msg
