@@ -8,7 +8,6 @@ from __future__ import annotations
 import time as _time
 
 import numpy as np
-import scipy.linalg as sla
 
 from .equations import EquationSet, build_problem
 from .solver import Solution, solve
@@ -34,7 +33,7 @@ def evaluate(mech, eqs: EquationSet, t: float, q: np.ndarray, v: np.ndarray,
         # lean path: nothing but the motion equations, passive joints -> M a = f_ext - h
         t1 = _time.perf_counter()
         rhs = -h if f_ext is None else f_ext - h
-        a = sla.cho_solve(sla.cho_factor(M, check_finite=False), rhs, check_finite=False)
+        a = mech.mass_solve(rhs)
         sol = Solution(np.concatenate([a, np.zeros(mech.ntau)]), a, np.zeros(mech.ntau), {}, "lean")
         t2 = t3 = _time.perf_counter()
         p = None

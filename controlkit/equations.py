@@ -143,6 +143,7 @@ class Problem:
     costs: list[Block]
     inequalities: list[Block]
     default_cost: bool = True
+    mass_solve: object = None  # b -> M^-1 b (the mechanism's factor); None: factor M here
     lam_labels: list[str] = field(default_factory=list)
 
     def sizes(self) -> dict[str, int]:
@@ -321,4 +322,5 @@ def build_problem(mech, eqs: EquationSet, t: float, f_ext: np.ndarray | None = N
         ineqs.append(Block(name, "inequality", L.A, -L.b))
     labels = [lab for c in cons for lab in c.row_labels()]
     return Problem(t, layout, M, bias, mech.S, Jc, equalities, fixed, costs, ineqs,
-                   default_cost=eqs.underdetermined == "default", lam_labels=labels)
+                   default_cost=eqs.underdetermined == "default", mass_solve=mech.mass_solve,
+                   lam_labels=labels)

@@ -82,6 +82,8 @@ class Mechanism:
         self._version = 0
         self._kin_version = -1
         self._dyn_version = -1
+        self._chol_version = -1
+        self._minv_version = -1
         self._a0 = np.zeros(self.nv)
         self.solution = None  # the last solve's unknowns (controlkit.solver.Solution)
         self.problem = None  # the last assembled problem (controlkit.equations.Problem)
@@ -203,6 +205,22 @@ class Mechanism:
             pin.nonLinearEffects(m, d, self._q, self._v)
             self._dyn_version = self._version
         return self.data.M, self.data.nle
+
+    def mass_solve(self, b: np.ndarray) -> np.ndarray:
+        """M^-1 b at the state, b (nv,) or (nv, k), with Pinocchio's sparse (tree) Cholesky factor."""
+        self.dynamics()
+        m, d = self.model, self.data
+        if self._chol_version != self._version:
+            pin.cholesky.decompose(m, d)
+            self._chol_version = self._version
+        if b.ndim == 1:
+            return pin.cholesky.solve(m, d, b.copy())
+        if b.shape[1] == 0:
+            return np.zeros((self.nv, 0))
+        if self._minv_version != self._version:
+            self._minv = pin.cholesky.computeMinv(m, d).copy()
+            self._minv_version = self._version
+        return self._minv @ b
 
     def frame_placement(self, fid: int) -> pin.SE3:
         """World placement of a frame at the state."""

@@ -63,10 +63,26 @@ def _reduce(p: Problem):
     free = np.ones(nw, dtype=bool)
     free[fixed_cols - nv] = False
     B = np.hstack([p.S.T, p.Jc.T]) if nw else np.zeros((nv, 0))
-    chol = sla.cho_factor(p.M, check_finite=False)
-    p0 = sla.cho_solve(chol, B @ wF - p.bias, check_finite=False)
-    P = sla.cho_solve(chol, B[:, free], check_finite=False) if free.any() else np.zeros((nv, 0))
+    msolve = p.mass_solve or _dense_mass_solve(p.M)
+    p0 = msolve(B @ wF - p.bias)
+    P = msolve(B[:, free]) if free.any() else np.zeros((nv, 0))
     return P, p0, free, wF
+
+
+def _forward(p: Problem) -> Solution:
+    """Nothing but the motion equations and assigned torques: M a = S^T tau - bias (unassigned torques 0)."""
+    L = p.layout
+    tau = np.zeros(L.ntau)
+    for _, cols, vals in p.fixed:
+        tau[cols - L.nv] = vals
+    msolve = p.mass_solve or _dense_mass_solve(p.M)
+    a = msolve(tau @ p.S - p.bias)
+    return Solution(np.concatenate([a, tau]), a, tau, {}, "direct")
+
+
+def _dense_mass_solve(M):
+    chol = sla.cho_factor(M, check_finite=False)
+    return lambda b: sla.cho_solve(chol, b, check_finite=False)
 
 
 def _reduce_rows(A, b, P, p0, free, wF, nv):
@@ -113,6 +129,8 @@ def solve(p: Problem, method: str = "auto") -> Solution:
     """
     L = p.layout
     nv = L.nv
+    if not (p.equalities or p.costs or p.inequalities) and method == "auto":
+        return _forward(p)
     P, p0, free, wF = _reduce(p)
     ny = P.shape[1]
     E, f, owners = _stack(p.equalities, P, p0, free, wF, nv, ny)
