@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import quadprog
 import scipy.linalg as sla
+from scipy.linalg import lapack
 
 from .equations import Problem
 from .errors import InconsistentEquationsError, SolverError, UnderdeterminedError
@@ -80,6 +81,34 @@ def _forward(p: Problem) -> Solution:
     return Solution(np.concatenate([a, tau]), a, tau, {}, "direct")
 
 
+def _constrained_forward(p: Problem) -> Solution | None:
+    """Torques given, constraints only: the Delassus system J M^-1 J^T lam = c - J a_free by Cholesky.
+
+    Returns None when the constraints are redundant (the general path then reports the
+    indeterminate forces) or when a constraint force is assigned.
+    """
+    L = p.layout
+    tau = np.zeros(L.ntau)
+    for _, cols, vals in p.fixed:
+        if cols.max() >= L.nv + L.ntau:
+            return None
+        tau[cols - L.nv] = vals
+    msolve = p.mass_solve or _dense_mass_solve(p.M)
+    blk = p.equalities[0]
+    J = p.Jc
+    p0 = msolve(tau @ p.S - p.bias)
+    MJt = msolve(J.T.copy())
+    A = J @ MJt
+    c, info = lapack.dpotrf(A)
+    dg = np.abs(np.diag(c))
+    if info != 0 or dg.min() ** 2 <= RANK_TOL * dg.max() ** 2:
+        return None
+    lam, _ = lapack.dpotrs(c, blk.b - J @ p0)
+    a = p0 + MJt @ lam
+    x = np.concatenate([a, tau, lam])
+    return Solution(x, a, tau, {name: x[s] for name, s in L.lam.items()}, "direct")
+
+
 def _dense_mass_solve(M):
     chol = sla.cho_factor(M, check_finite=False)
     return lambda b: sla.cho_solve(chol, b, check_finite=False)
@@ -129,8 +158,13 @@ def solve(p: Problem, method: str = "auto") -> Solution:
     """
     L = p.layout
     nv = L.nv
-    if not (p.equalities or p.costs or p.inequalities) and method == "auto":
-        return _forward(p)
+    if method == "auto" and not (p.costs or p.inequalities):
+        if not p.equalities:
+            return _forward(p)
+        if len(p.equalities) == 1 and p.equalities[0].kind == "constraint":
+            sol = _constrained_forward(p)
+            if sol is not None:
+                return sol
     P, p0, free, wF = _reduce(p)
     ny = P.shape[1]
     E, f, owners = _stack(p.equalities, P, p0, free, wF, nv, ny)
