@@ -20,6 +20,7 @@ import numpy as np
 import pinocchio as pin
 
 from .errors import ModelError
+from .vec3 import cross
 
 
 class Constraint:
@@ -162,7 +163,7 @@ class HingeConstraint(_TwoFrames):
     def jacobian(self):
         J = self._jac()
         xa, ya, zb = self._axes()
-        n = np.vstack([np.cross(xa, zb), np.cross(ya, zb)])
+        n = np.vstack([cross(xa, zb), cross(ya, zb)])
         return np.vstack([J[:3], n @ J[3:]])
 
     def drift(self):
@@ -172,8 +173,8 @@ class HingeConstraint(_TwoFrames):
         d6 = self._drift6()
         rows = []
         for ea in (xa, ya):
-            n = np.cross(ea, zb)
-            ndot = np.cross(np.cross(wa, ea), zb) + np.cross(ea, np.cross(wb, zb))
+            n = cross(ea, zb)
+            ndot = cross(cross(wa, ea), zb) + cross(ea, cross(wb, zb))
             rows.append(n @ d6[3:] + ndot @ (wa - wb))
         return np.concatenate([d6[:3], rows])
 

@@ -17,6 +17,7 @@ import pinocchio as pin
 
 from .errors import ControlkitError, ModelError
 from .expressions import Expr, Lin, acc, pos, vel
+from .vec3 import cross
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 
@@ -98,7 +99,7 @@ class FramePoint(Quantity):
         nu = mech.frame_velocity(self.fid)
         if not self._has_offset:
             return nu.linear.copy()
-        return nu.linear + np.cross(nu.angular, self._r(mech))
+        return nu.linear + cross(nu.angular, self._r(mech))
 
     def drift(self, mech):
         d = mech.frame_drift(self.fid)
@@ -106,7 +107,7 @@ class FramePoint(Quantity):
             return d[:3].copy()
         w = mech.frame_velocity(self.fid).angular
         r = self._r(mech)
-        return d[:3] + np.cross(d[3:], r) + np.cross(w, np.cross(w, r))
+        return d[:3] + cross(d[3:], r) + cross(w, cross(w, r))
 
 
 class FrameOrientation(Quantity):
