@@ -22,6 +22,7 @@ import numpy as np
 
 from .errors import EquationError, UnknownNameError
 from .expressions import Context, Expr, Lin, as_expr
+from .singular import locked_directions
 
 
 # --------------------------------------------------------------- statements
@@ -103,11 +104,12 @@ class Layout:
         return slice(self.nv + self.ntau, self.nx)
 
     @classmethod
-    def for_mechanism(cls, mech) -> "Layout":
+    def for_mechanism(cls, mech, extra: dict[str, int] | None = None) -> "Layout":
         lam, k = {}, mech.nv + mech.ntau
-        for name, c in mech.constraints.items():
-            lam[name] = slice(k, k + c.size)
-            k += c.size
+        sizes = [(name, c.size) for name, c in mech.constraints.items()] + list((extra or {}).items())
+        for name, size in sizes:
+            lam[name] = slice(k, k + size)
+            k += size
         return cls(mech.nv, mech.ntau, lam, k - mech.nv - mech.ntau)
 
 
@@ -180,12 +182,16 @@ class EquationSet:
         underdetermined: ``"default"`` completes an underdetermined set by minimizing
             the sum of squared control torques and constraint forces (so joints nobody
             controls are passive); ``"raise"`` raises :class:`UnderdeterminedError`.
+        critical_forms: when constraints are redundant, lock the motions that a
+            second-order analysis rules out (see :mod:`controlkit.singular`).
     """
 
-    def __init__(self, kp: float = 100.0, kv: float = 20.0, underdetermined: str = "default"):
+    def __init__(self, kp: float = 100.0, kv: float = 20.0, underdetermined: str = "default",
+                 critical_forms: bool = True):
         if underdetermined not in ("default", "raise"):
             raise EquationError(f"underdetermined must be 'default' or 'raise', got {underdetermined!r}")
         self.kp, self.kv = float(kp), float(kv)
+        self.critical_forms = critical_forms
         self.underdetermined = underdetermined
         self.equations: dict[str, Equation] = {}
         self.assignments: dict[str, Assignment] = {}
@@ -274,23 +280,30 @@ def build_problem(mech, eqs: EquationSet, t: float, f_ext: np.ndarray | None = N
         t: simulation time (s), for time-varying targets.
         f_ext: generalized external force (nv,), N / N m.
     """
-    layout = layout or Layout.for_mechanism(mech)
-    nx = layout.nx
     M, h = mech.dynamics()
     bias = h if f_ext is None else h - f_ext
     cons = list(mech.constraints.values())
     equalities: list[Block] = []
+    labels = [lab for c in cons for lab in c.row_labels()]
     if cons:
-        Jc = np.vstack([c.jacobian() for c in cons])
         v = mech._v
+        Jc = np.vstack([c.jacobian() for c in cons])
         phi = np.concatenate([c.error() for c in cons])
         rhs = -np.concatenate([c.drift() for c in cons]) - eqs.kv * (Jc @ v) - eqs.kp * phi
-        A = np.zeros((len(rhs), nx))
+        R = locked_directions(mech, cons, Jc) if eqs.critical_forms else None
+        if R is not None:
+            # motions ruled out at second order: held like a constraint, with their own reactions
+            Jc = np.vstack([Jc, R])
+            rhs = np.concatenate([rhs, -eqs.kv * (R @ v)])
+            labels += [f"critical form[{i}]" for i in range(len(R))]
+        layout = layout or Layout.for_mechanism(mech, {"critical form": len(R)} if R is not None else None)
+        A = np.zeros((len(rhs), layout.nx))
         A[:, layout.a] = Jc
-        equalities.append(Block("constraints", "constraint", A, rhs,
-                                [lab for c in cons for lab in c.row_labels()]))
+        equalities.append(Block("constraints", "constraint", A, rhs, list(labels)))
     else:
         Jc = np.zeros((0, mech.nv))
+        layout = layout or Layout.for_mechanism(mech)
+    nx = layout.nx
     ctx = Context(mech, t, layout)
     for name, eq in eqs.equations.items():
         L = _lin(eq.residual.evaluate(ctx), nx, name, "control equation")
@@ -320,7 +333,6 @@ def build_problem(mech, eqs: EquationSet, t: float, f_ext: np.ndarray | None = N
     for name, ineq in eqs.inequalities.items():
         L = _lin(ineq.expr.evaluate(ctx), nx, name, "inequality")
         ineqs.append(Block(name, "inequality", L.A, -L.b))
-    labels = [lab for c in cons for lab in c.row_labels()]
     return Problem(t, layout, M, bias, mech.S, Jc, equalities, fixed, costs, ineqs,
                    default_cost=eqs.underdetermined == "default", mass_solve=mech.mass_solve,
                    lam_labels=labels)

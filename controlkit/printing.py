@@ -46,6 +46,9 @@ def format_equations(mech, eqs: EquationSet | None = None) -> str:
         if f.type == pin.FrameType.BODY and f.parentJoint > 0:
             bodies_by_joint.setdefault(f.parentJoint, []).append(f.name)
     act = set(mech.actuated_joints)
+    for f in m.frames:
+        if f.type == pin.FrameType.BODY and f.parentJoint == 0 and f.name != "universe":
+            lines.append(f"  Body {f.name}  [fixed in the world: no motion equations]")
     for j in range(1, m.njoints):
         jm, jname = m.joints[j], m.names[j]
         vs = f"a[{jm.idx_v}:{jm.idx_v + jm.nv}]"
