@@ -1,0 +1,163 @@
+"""The ``controlkit`` command: demos, users' scripts, model information, replays.
+
+This is the top of the stack: the only core module that imports ``sim``,
+``robots`` and ``controllers`` (lazily, inside the commands).
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+from pathlib import Path
+
+from .errors import ControlkitError
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+#: what ``make demo`` runs: the richest demo that exists
+DEFAULT_DEMOS = ("walking", "pendulum_block", "thesis_pendulum")
+
+
+def _demos() -> dict[str, str]:
+    """Demo name -> one-line description, from the example scripts that define ``build``."""
+    out = {}
+    if not EXAMPLES.is_dir():
+        return out
+    for path in sorted(EXAMPLES.glob("*.py")):
+        tree = ast.parse(path.read_text())
+        if any(isinstance(n, ast.FunctionDef) and n.name == "build" for n in tree.body):
+            doc = ast.get_docstring(tree) or ""
+            out[path.stem] = doc.strip().splitlines()[0] if doc.strip() else ""
+    return out
+
+
+def _default_demo(demos: dict[str, str]) -> str:
+    for name in DEFAULT_DEMOS:
+        if name in demos:
+            return name
+    raise ControlkitError("no demo found in " + str(EXAMPLES))
+
+
+def _cmd_demo(args) -> int:
+    demos = _demos()
+    if args.default:
+        args.name = _default_demo(demos)
+    if not args.name:
+        width = max(map(len, demos), default=0)
+        for name, desc in demos.items():
+            print(f"{name.ljust(width)}  {desc}")
+        return 0
+    if args.name not in demos:
+        print(f"controlkit: unknown demo {args.name!r}; valid demos: {', '.join(demos)}", file=sys.stderr)
+        return 2
+    return _run_script(EXAMPLES / f"{args.name}.py", args)
+
+
+def _cmd_run(args) -> int:
+    return _run_script(Path(args.script), args)
+
+
+def _run_script(path: Path, args) -> int:
+    from sim.runner import load_script, run_scenario
+    module = load_script(path)
+    options = {}
+    if args.integrator:
+        options["integrator"] = args.integrator
+    scn = module.build(**options)
+    out = Path(args.out) if args.out else None
+    html = args.html
+    plot = args.plot
+    if out is not None:
+        html = html or out / f"{scn.name}.html"
+        plot = plot or out / f"{scn.name}.png"
+    if html == "auto":
+        html = Path(f"{scn.name}.html")
+    if plot == "auto":
+        plot = Path(f"{scn.name}.png")
+    run_scenario(scn, seconds=args.seconds, out=out, html=html, plot=plot, live=args.live, quiet=args.quiet)
+    return 0
+
+
+def _cmd_info(args) -> int:
+    import robots
+    from .printing import format_equations
+    name = args.model
+    if name in robots.SEEDS:
+        built = robots.SEEDS[name]()
+    elif name in robots.robot_names():
+        built = robots.load(name)
+    else:
+        valid = sorted(robots.SEEDS) + robots.robot_names()
+        print(f"controlkit: unknown model {name!r}; valid models: {', '.join(valid)}", file=sys.stderr)
+        return 2
+    mech = getattr(built, "mechanism", built)
+    m = mech.model
+    print(f"{mech.name}: nq = {mech.nq}, nv = {mech.nv} (degrees of freedom), ntau = {mech.ntau} actuated")
+    print(f"mass {sum(i.mass for i in m.inertias):.4g} kg, gravity {m.gravity.linear.tolist()} m/s^2")
+    print("bodies:   " + ", ".join(mech.bodies()))
+    print("joints:   " + ", ".join(f"{m.names[j]} ({m.joints[j].shortname().replace('JointModel', '')}, "
+                                   f"{m.joints[j].nv} dof)" for j in range(1, m.njoints)))
+    feats = mech.features()
+    print("features: " + (", ".join(feats) if feats else "(none)"))
+    print()
+    print(format_equations(mech))
+    return 0
+
+
+def _cmd_replay(args) -> int:
+    from sim.runner import build_mechanism
+    from .recording import Recording
+    from .report import export_html
+    rec = Recording.load(args.file)
+    mech = build_mechanism(rec.meta.get("model", {}))
+    path = export_html(mech, rec, Path(args.html), fps=args.fps)
+    print(f"wrote {path}")
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="controlkit", description="Control programming for robots and bipeds.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def run_options(sp):
+        sp.add_argument("--seconds", type=float, help="simulated duration (s); default the demo's own")
+        sp.add_argument("--html", nargs="?", const="auto", help="write an offline HTML replay (default NAME.html)")
+        sp.add_argument("--plot", nargs="?", const="auto", help="write the plot, PNG or SVG (default NAME.png)")
+        sp.add_argument("--out", help="folder for the recording, replay and plot")
+        sp.add_argument("--live", action="store_true", help="show a live meshcat view while running")
+        sp.add_argument("--integrator", help="euler, semi_implicit_euler, rk4, abm4 or dopri5")
+        sp.add_argument("--quiet", action="store_true", help="no progress bar and no printing")
+
+    d = sub.add_parser("demo", help="list the demos, or run one", description="List the demos, or run one.")
+    d.add_argument("name", nargs="?", help="demo name (omit to list them)")
+    d.add_argument("--default", action="store_true", help="run the main demo (what `make demo` runs)")
+    run_options(d)
+    d.set_defaults(fn=_cmd_demo)
+    r = sub.add_parser("run", help="run a scenario script (defining build())", description="Run a user's script.")
+    r.add_argument("script", help="a Python file defining build(**options) -> sim.runner.Scenario")
+    run_options(r)
+    r.set_defaults(fn=_cmd_run)
+    i = sub.add_parser("info", help="print a model's bodies, joints, features and equations",
+                       description="Print a model's bodies, joints, DOF, features and equation set.")
+    i.add_argument("model", help="a seed model (e.g. biped, four_bar) or an example-robot-data robot (e.g. talos)")
+    i.set_defaults(fn=_cmd_info)
+    rp = sub.add_parser("replay", help="write an HTML replay of a saved recording",
+                        description="Write an offline HTML replay of a saved recording (.npz).")
+    rp.add_argument("file", help="recording written by a run (.npz)")
+    rp.add_argument("--html", required=True, help="output HTML file")
+    rp.add_argument("--fps", type=float, default=30.0, help="frames per simulated second")
+    rp.set_defaults(fn=_cmd_replay)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``controlkit`` command."""
+    args = _parser().parse_args(argv)
+    try:
+        return args.fn(args)
+    except ControlkitError as exc:
+        print(f"controlkit: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

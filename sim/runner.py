@@ -1,0 +1,119 @@
+"""Running a scenario the way the command line does: progress, statistics, outputs.
+
+A *scenario* is a prepared simulator plus what to report about it. Example
+scripts and users' scripts define ``build(**options) -> Scenario``;
+``controlkit demo NAME`` and ``controlkit run SCRIPT.py`` call it and then
+:func:`run_scenario`.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from controlkit.errors import ControlkitError
+from controlkit.recording import Recording
+
+
+@dataclass
+class Scenario:
+    """A ready-to-run simulation and how to report it.
+
+    Args:
+        name: short name (file names of outputs).
+        description: one line for listings.
+        sim: the prepared :class:`sim.simulator.Simulator`.
+        seconds: default simulated duration (s).
+        model: how to rebuild the mechanism for a replay: ``{"factory": "module:function",
+            "kwargs": {...}}``.
+        panels: plot panels (see :func:`controlkit.report.plot_quantities`).
+        html: keyword options of :func:`controlkit.report.export_html` (traces, arrows, frames).
+        summary: ``summary(recording) -> str`` printed after the run.
+    """
+
+    name: str
+    description: str
+    sim: object
+    seconds: float
+    model: dict = field(default_factory=dict)
+    panels: list = field(default_factory=list)
+    html: dict = field(default_factory=dict)
+    summary: Callable[[Recording], str] | None = None
+
+
+def load_script(path: str | Path):
+    """Import a scenario script (a file defining ``build(**options)``) as a module."""
+    path = Path(path)
+    if not path.is_file():
+        raise ControlkitError(f"no such script: {path}")
+    spec = importlib.util.spec_from_file_location(f"controlkit_script_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    if not callable(getattr(module, "build", None)):
+        raise ControlkitError(f"{path}: a scenario script must define build(**options) returning a Scenario")
+    return module
+
+
+def build_mechanism(model: dict):
+    """Rebuild a mechanism from a recording's ``meta["model"]`` description."""
+    factory = model.get("factory") if model else None
+    if not factory:
+        raise ControlkitError("the recording does not say how to rebuild its model (meta['model'] is empty)")
+    mod, _, fn = factory.partition(":")
+    built = getattr(importlib.import_module(mod), fn)(**model.get("kwargs", {}))
+    return getattr(built, "mechanism", built)
+
+
+def run_scenario(scn: Scenario, *, seconds: float | None = None, out: str | Path | None = None,
+                 html: str | Path | None = None, plot: str | Path | None = None, live: bool = False,
+                 quiet: bool = False, save: bool = True) -> Recording:
+    """Run a scenario, print its statistics and summary, write the requested outputs.
+
+    Args:
+        scn: the scenario.
+        seconds: simulated duration (s); default the scenario's.
+        out: folder for outputs written by default (recording .npz; html and plot when
+            ``html``/``plot`` are True-like paths are not given).
+        html, plot: output paths for the HTML replay and the plot (PNG or SVG).
+        live: show a live meshcat view while running (opens a local server).
+        quiet: no progress bar, no printing.
+    """
+    from controlkit.report import Progress, export_html, format_statistics, plot_quantities, run_statistics
+    sim = scn.sim
+    duration = scn.seconds if seconds is None else float(seconds)
+    sim.recording.meta["model"] = scn.model
+    sim.recording.meta["scenario"] = scn.name
+    viewer = None
+    if live:
+        from controlkit.report import Viewer
+        viewer = Viewer(sim.mech, open=False)
+        if not quiet:
+            print(f"live view: {viewer.url()}")
+        sim.control_phase.append(lambda s: viewer.display(s.q) if s.steps % 20 == 0 else None)
+    progress = Progress(sim.t + duration, enabled=not quiet, start_time=sim.t)
+    try:
+        rec = sim.run(duration, progress=progress)
+    finally:
+        progress.close()
+        if viewer is not None:
+            viewer.close()
+    written = []
+    out = Path(out) if out is not None else None
+    if out is not None and save:
+        out.mkdir(parents=True, exist_ok=True)
+        written.append(rec.save(out / f"{scn.name}.npz"))
+    if html:
+        written.append(export_html(sim.mech, rec, Path(html), title=scn.description, **scn.html))
+    if plot and scn.panels:
+        written.append(plot_quantities(rec, scn.panels, Path(plot), title=scn.description, events=True))
+    if not quiet:
+        print(format_statistics(run_statistics(rec)))
+        if scn.summary is not None:
+            print(scn.summary(rec))
+        for p in written:
+            print(f"wrote {p}")
+    return rec
