@@ -1,0 +1,136 @@
+"""Closed-loop linkage seeds: the four-bar (thesis Fig. 4.9) and the critical form (Fig. 4.11).
+
+Every function returns a :class:`robots.builder.BuiltMechanism` (see :mod:`robots.seeds`).
+Both lie in the x-z plane (z up, gravity -z); bars are cuboids along their local x
+with features ``a`` (x = -L/2) and ``b`` (x = +L/2).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pinocchio as pin
+
+from controlkit.errors import ModelError
+
+from .builder import BuiltMechanism
+from .definition import Body, Scene
+from .hinges import Revolute, Spherical
+from .shapes import cuboid
+
+__all__ = ["four_bar", "critical_form"]
+
+PLANAR_AXIS = np.array([0.0, -1.0, 0.0])
+
+
+def _in_plane(phi: float) -> np.ndarray:
+    """Rotation turning local x to (cos phi, 0, sin phi): phi counterclockwise in x-z (x right, z up)."""
+    return pin.exp3(PLANAR_AXIS * phi)
+
+
+def _bar(name: str, length: float, width: float, density: float, color) -> Body:
+    return Body(
+        name,
+        cuboid(length, width, width),
+        density=density,
+        features={"a": (-length / 2, 0.0, 0.0), "b": (length / 2, 0.0, 0.0)},
+        color=color,
+    )
+
+
+def four_bar(
+    ground: float = 1.0,
+    crank: float = 0.4,
+    coupler: float = 1.0,
+    rocker: float = 0.8,
+    crank_angle: float = math.pi / 3,
+    *,
+    width: float = 0.04,
+    density: float = 2700.0,
+    actuated: bool = False,
+) -> BuiltMechanism:
+    """A planar four-bar linkage of pin hinges, ground bar fixed (thesis Fig. 4.9).
+
+    Args:
+        ground, crank, coupler, rocker: bar lengths (m) between hinge centres.
+        crank_angle: crank angle from the ground bar (rad, counterclockwise in x-z).
+        width: bar cross-section side (m); density in kg/m^3.
+        actuated: motorise ``hinge_1`` (ground-crank); all hinges are passive otherwise.
+
+    The fixed ``ground`` bar runs from pivot A = (0, 0, 0) to D = (ground, 0, 0).
+    Hinges (revolute, axes -y): ``hinge_1`` ground.a-crank.a, ``hinge_2``
+    crank.b-coupler.a, ``hinge_3`` coupler.b-rocker.b, ``hinge_4`` ground.b-rocker.a.
+    ``hinge_4`` closes the loop: it becomes a ``HingeConstraint`` (5 rows, the thesis'
+    dependent pin-hinge equations). The declared pose solves the loop for the given
+    crank angle (elbow-up branch: C above the line BD), so q0 satisfies the closure.
+    ``info["points"]`` holds A, B, C, D (m).
+    """
+    for n, v in (("ground", ground), ("crank", crank), ("coupler", coupler), ("rocker", rocker)):
+        if not (v > 0 and math.isfinite(v)):
+            raise ModelError(f"four_bar: {n} length must be positive (m), got {v!r}")
+    A = np.array([0.0, 0.0])
+    D = np.array([ground, 0.0])
+    B = A + crank * np.array([math.cos(crank_angle), math.sin(crank_angle)])
+    d = np.linalg.norm(D - B)
+    if d > coupler + rocker or d < abs(coupler - rocker) or d == 0:
+        raise ModelError(
+            f"four_bar: with crank angle {crank_angle} rad the coupler ({coupler} m) and rocker ({rocker} m)"
+            f" cannot close the loop (B-D distance {d:.4g} m)"
+        )
+    # C on the circles |C - B| = coupler, |C - D| = rocker, on the left of B->D (above for the default)
+    along = (coupler**2 - rocker**2 + d**2) / (2 * d)
+    h = math.sqrt(max(coupler**2 - along**2, 0.0))
+    e = (D - B) / d
+    C = B + along * e + h * np.array([-e[1], e[0]])
+    ang = lambda p, q: math.atan2(q[1] - p[1], q[0] - p[0])  # noqa: E731
+    phi_crank, phi_coupler, phi_rocker = ang(A, B), ang(B, C), ang(D, C)
+
+    s = Scene("four_bar", self_collision=False)
+    s.add(_bar("ground", ground, width, density, (0.3, 0.3, 0.3, 1.0)), pin.SE3(np.eye(3), np.array([ground / 2, 0, 0])), fixed=True)
+    s.add(_bar("crank", crank, width, density, (0.8, 0.4, 0.3, 1.0)))
+    s.add(_bar("coupler", coupler, width, density, (0.3, 0.6, 0.8, 1.0)))
+    s.add(_bar("rocker", rocker, width, density, (0.4, 0.7, 0.4, 1.0)))
+    s.join("ground", "a", "crank", "a", Revolute(PLANAR_AXIS, actuated=actuated), name="hinge_1", rotation=_in_plane(phi_crank))
+    s.join("crank", "b", "coupler", "a", Revolute(PLANAR_AXIS, actuated=False), name="hinge_2", rotation=_in_plane(phi_coupler - phi_crank))
+    # rocker runs from D (feature a) to C (feature b); the coupler meets it at C
+    s.join("coupler", "b", "rocker", "b", Revolute(PLANAR_AXIS, actuated=False), name="hinge_3", rotation=_in_plane(phi_rocker - phi_coupler))
+    s.join("ground", "b", "rocker", "a", Revolute(PLANAR_AXIS, actuated=False), name="hinge_4", rotation=_in_plane(phi_rocker))
+    built = s.build(check_closure=1e-9)
+    to3 = lambda p: np.array([p[0], 0.0, p[1]])  # noqa: E731
+    built.info.update(points={"A": to3(A), "B": to3(B), "C": to3(C), "D": to3(D)}, loop_closure="hinge_4")
+    return built
+
+
+def critical_form(
+    rod_length: float = 1.0,
+    *,
+    rod_width: float = 0.04,
+    block_size: float = 0.2,
+    density: float = 2700.0,
+    height: float = 0.0,
+) -> BuiltMechanism:
+    """Thesis Fig. 4.11, a critical form: two collinear rods between two fixed blocks, spherical hinges.
+
+    ``left`` and ``right`` blocks (cubes of ``block_size`` m) are fixed with their facing
+    sides 2 * ``rod_length`` apart along x, at height ``height`` (m). ``rod_1`` and
+    ``rod_2`` lie in a straight line between them. Hinges ``hinge_1``
+    (left.joint - rod_1.a), ``hinge_2`` (rod_1.b - rod_2.a), ``hinge_3``
+    (rod_2.b - right.joint), all spherical and passive; ``hinge_3`` closes the loop as a
+    ``PointConstraint``. The configuration is rigid although the acceleration
+    equations are only redundant (0 degrees of freedom at a singular point).
+    """
+    for n, v in (("rod_length", rod_length), ("rod_width", rod_width), ("block_size", block_size)):
+        if not (v > 0 and math.isfinite(v)):
+            raise ModelError(f"critical_form: {n} must be positive (m), got {v!r}")
+    b = block_size
+    s = Scene("critical_form", self_collision=False)
+    left = Body("left", cuboid(b, b, b), density=density, features={"joint": (b / 2, 0, 0)}, color=(0.2, 0.2, 0.2, 1))
+    right = Body("right", cuboid(b, b, b), density=density, features={"joint": (-b / 2, 0, 0)}, color=(0.2, 0.2, 0.2, 1))
+    s.add(left, (-b / 2, 0.0, height), fixed=True)
+    s.add(right, (2 * rod_length + b / 2, 0.0, height), fixed=True)
+    s.add(_bar("rod_1", rod_length, rod_width, density, (0.8, 0.4, 0.3, 1.0)))
+    s.add(_bar("rod_2", rod_length, rod_width, density, (0.3, 0.6, 0.8, 1.0)))
+    s.join("left", "joint", "rod_1", "a", Spherical(actuated=False), name="hinge_1")
+    s.join("rod_1", "b", "rod_2", "a", Spherical(actuated=False), name="hinge_2")
+    s.join("rod_2", "b", "right", "joint", Spherical(actuated=False), name="hinge_3")
+    return s.build(check_closure=1e-9)

@@ -1,0 +1,254 @@
+"""Impact and contact scenes: free bodies with coal geometry, and grounds.
+
+Every function returns a :class:`robots.builder.BuiltMechanism` (see :mod:`robots.seeds`).
+Free bodies get a free-flyer root joint named ``{body}_root``. A ground is a fixed
+body whose top surface is at z = 0: a thin box for display and, for collision,
+either a ``coal.Halfspace`` (infinite) or the box itself (a finite table).
+
+Scenes without a ground (Newton's cradle, three spheres) have zero gravity by
+default, as in seed 001's one-dimensional impact examples.
+Material tags (``Mechanism.materials``) name the materials; the coefficients the
+papers use are in ``info`` (``restitution``, ``mu_static``, ``mu_kinetic``).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Sequence
+
+import coal
+import numpy as np
+import pinocchio as pin
+
+from controlkit.errors import ModelError
+
+from .builder import BuiltMechanism
+from .definition import Body, Scene
+from .shapes import cuboid, sphere
+
+__all__ = [
+    "ground_body",
+    "newtons_cradle",
+    "three_spheres",
+    "ball_on_ground",
+    "box_on_ground",
+    "box_on_slope",
+    "brick_stack",
+    "friction_block",
+]
+
+_GROUND = (0.5, 0.55, 0.5, 1.0)
+
+
+def ground_body(
+    name: str = "ground",
+    size: Sequence[float] = (10.0, 10.0),
+    thickness: float = 0.1,
+    *,
+    halfspace: bool = True,
+    material: str = "ground",
+    tilt: np.ndarray | None = None,
+) -> tuple[Body, pin.SE3]:
+    """A ground body and its world placement (top surface through the origin, normal +z).
+
+    Args:
+        size: displayed (and, without ``halfspace``, colliding) extent in x and y (m).
+        thickness: box thickness (m); the box lies below the surface.
+        halfspace: collide as a ``coal.Halfspace`` (infinite) instead of the box.
+        tilt: optional 3x3 rotation of the ground about the origin (a slope).
+    """
+    box = cuboid(size[0], size[1], thickness)
+    cg = coal.Halfspace(np.array([0.0, 0.0, 1.0]), thickness / 2) if halfspace else None
+    body = Body(name, box, density=1000.0, color=_GROUND, material=material, collision_geometry=cg,
+                features={"surface": (0.0, 0.0, thickness / 2)})
+    R = np.eye(3) if tilt is None else np.asarray(tilt, dtype=float)
+    return body, pin.SE3(R, R @ np.array([0.0, 0.0, -thickness / 2]))
+
+
+def _ball(name: str, radius: float, mass: float, color, material: str = "steel") -> Body:
+    return Body(name, sphere(radius), mass=mass, color=color, material=material)
+
+
+def newtons_cradle(
+    n: int = 5,
+    radius: float = 0.05,
+    mass: float = 0.2,
+    *,
+    speed: float = 1.0,
+    gap: float | None = None,
+    gravity: Sequence[float] = (0.0, 0.0, 0.0),
+) -> BuiltMechanism:
+    """Newton's cradle: ``n`` balls in a row along x (seed 001), the first one striking.
+
+    Args:
+        n: number of balls ``ball_1`` .. ``ball_n`` (>= 2).
+        radius: ball radius (m); mass: ball mass (kg).
+        speed: initial +x speed of ``ball_1`` (m/s); the others are at rest.
+        gap: distance (m) between ``ball_1`` and ``ball_2`` surfaces (default radius/2);
+            ``ball_2`` .. ``ball_n`` touch each other, ``ball_2`` at the origin; centres on the x axis.
+        gravity: m/s^2 (default none: the balls float, as a 1-D impact test).
+
+    ``info["restitution"] = 1.0`` (elastic, as in the paper).
+    """
+    if int(n) != n or n < 2:
+        raise ModelError(f"newtons_cradle: n must be an integer >= 2, got {n!r}")
+    gap = radius / 2 if gap is None else gap
+    if gap < 0:
+        raise ModelError(f"newtons_cradle: gap must be >= 0 m, got {gap!r}")
+    s = Scene("newtons_cradle", gravity=gravity)
+    colors = itertools.cycle([(0.75, 0.75, 0.8, 1.0), (0.6, 0.6, 0.7, 1.0)])
+    for i in range(1, int(n) + 1):
+        x = -2 * radius - gap if i == 1 else 2 * radius * (i - 2)
+        vel = (speed, 0, 0, 0, 0, 0) if i == 1 else None
+        s.add(_ball(f"ball_{i}", radius, mass, next(colors)), (x, 0.0, 0.0), velocity=vel)
+    built = s.build()
+    built.info.update(restitution=1.0, balls=[f"ball_{i}" for i in range(1, int(n) + 1)])
+    return built
+
+
+def three_spheres(
+    radius: float = 0.05,
+    mass: float = 1.0,
+    *,
+    speed: float = 1.0,
+    gap: float | None = None,
+    angle: float = 0.0,
+    gravity: Sequence[float] = (0.0, 0.0, 0.0),
+) -> BuiltMechanism:
+    """Seed 001 Fig. 2a: spheres ``B`` and ``C`` touching, sphere ``A`` striking ``B``.
+
+    Names ``sphere_a``, ``sphere_b``, ``sphere_c``. ``B`` is at the origin, ``A`` at
+    distance ``2 radius + gap`` on -x moving +x at ``speed`` (m/s); ``C`` touches ``B``
+    in the x-y plane at ``angle`` (rad) from +x (0: all three collinear).
+    Zero gravity by default. ``info["restitution"] = 1.0``.
+    """
+    gap = radius / 2 if gap is None else gap
+    s = Scene("three_spheres", gravity=gravity)
+    s.add(_ball("sphere_a", radius, mass, (0.85, 0.3, 0.3, 1.0)), (-2 * radius - gap, 0.0, 0.0), velocity=(speed, 0, 0, 0, 0, 0))
+    s.add(_ball("sphere_b", radius, mass, (0.3, 0.6, 0.85, 1.0)), (0.0, 0.0, 0.0))
+    s.add(_ball("sphere_c", radius, mass, (0.3, 0.75, 0.4, 1.0)), (2 * radius * math.cos(angle), 2 * radius * math.sin(angle), 0.0))
+    built = s.build()
+    built.info.update(restitution=1.0)
+    return built
+
+
+def ball_on_ground(radius: float = 0.1, height: float = 1.0, mass: float = 1.0, *, velocity: Sequence[float] | None = None) -> BuiltMechanism:
+    """A ``ball`` (radius m, mass kg) with its centre at ``height`` (m) above a half-space ``ground``.
+
+    ``velocity``: optional initial (vx, vy, vz, wx, wy, wz), world axes (m/s, rad/s).
+    """
+    if height < radius:
+        raise ModelError(f"ball_on_ground: height {height} m puts the ball (radius {radius} m) into the ground")
+    s = Scene("ball_on_ground")
+    g, gp = ground_body()
+    s.add(g, gp, fixed=True)
+    s.add(_ball("ball", radius, mass, (0.85, 0.35, 0.3, 1.0), material="rubber"), (0.0, 0.0, height), velocity=velocity)
+    return s.build()
+
+
+def _lowest_corner(size: Sequence[float], R: np.ndarray) -> float:
+    corners = np.array(list(itertools.product(*[(-d / 2, d / 2) for d in size])))
+    return float(np.min(corners @ R.T[:, 2]))
+
+
+def box_on_ground(
+    size: Sequence[float] = (0.2, 0.2, 0.2),
+    mass: float = 1.0,
+    *,
+    height: float = 0.0,
+    rpy: Sequence[float] = (0.0, 0.0, 0.0),
+    velocity: Sequence[float] | None = None,
+) -> BuiltMechanism:
+    """A ``box`` (size m, mass kg) whose lowest corner is ``height`` (m) above a half-space ``ground``.
+
+    ``rpy`` orients the box (rad); with the default it rests flat on the ground (q0 in contact).
+    """
+    R = pin.rpy.rpyToMatrix(*np.asarray(rpy, dtype=float))
+    s = Scene("box_on_ground")
+    g, gp = ground_body()
+    s.add(g, gp, fixed=True)
+    z = height - _lowest_corner(size, R)
+    s.add(Body("box", cuboid(*size), mass=mass, color=(0.8, 0.6, 0.3, 1.0), material="wood"), pin.SE3(R, np.array([0.0, 0.0, z])), velocity=velocity)
+    return s.build()
+
+
+def box_on_slope(
+    angle: float = 0.3,
+    size: Sequence[float] = (0.2, 0.2, 0.1),
+    mass: float = 1.0,
+    *,
+    mu_static: float = 0.5,
+    mu_kinetic: float = 0.4,
+) -> BuiltMechanism:
+    """A ``box`` resting on a ``slope`` inclined by ``angle`` (rad) about y, downhill toward +x.
+
+    The slope is a half-space through the origin with normal (sin a, 0, cos a); the box
+    (size m, mass kg) rests on it centred over the origin, its faces parallel to the
+    slope. ``info``: ``angle``, ``normal``, ``downhill`` (unit vectors), ``mu_static``,
+    ``mu_kinetic`` (the box slides if tan(angle) > mu_static).
+    """
+    if not (0.0 <= angle < math.pi / 2):
+        raise ModelError(f"box_on_slope: angle must be in [0, pi/2) rad, got {angle!r}")
+    R = pin.exp3(np.array([0.0, angle, 0.0]))
+    s = Scene("box_on_slope")
+    g, gp = ground_body("slope", tilt=R)
+    s.add(g, gp, fixed=True)
+    s.add(Body("box", cuboid(*size), mass=mass, color=(0.8, 0.6, 0.3, 1.0), material="wood"), pin.SE3(R, R @ np.array([0, 0, size[2] / 2])))
+    built = s.build()
+    built.info.update(angle=angle, normal=R[:, 2].copy(), downhill=R[:, 0].copy(), mu_static=mu_static, mu_kinetic=mu_kinetic)
+    return built
+
+
+def brick_stack(
+    n: int = 3,
+    size: Sequence[float] = (0.2, 0.1, 0.06),
+    density: float = 1900.0,
+    *,
+    offset: float = 0.35,
+    table_size: Sequence[float] = (1.0, 0.6),
+) -> BuiltMechanism:
+    """Thesis Fig. 5.7: ``n`` bricks stacked on a table, at rest but unstable.
+
+    Bricks ``brick_1`` (bottom) .. ``brick_n`` of ``size`` (m) and ``density`` (kg/m^3);
+    each is shifted by ``offset`` brick lengths along +x over the one below, so with
+    the defaults the top two overhang the bottom brick (their common COM lies
+    0.525 lengths from its centre) and the stack tips. The ``table`` is a finite fixed
+    box (top at z = 0, centred at the origin) so contact regions are polygons.
+    """
+    if int(n) != n or n < 1:
+        raise ModelError(f"brick_stack: n must be a positive integer, got {n!r}")
+    L, W, Hb = size
+    s = Scene("brick_stack")
+    t, tp = ground_body("table", table_size, 0.05, halfspace=False, material="wood")
+    s.add(t, tp, fixed=True)
+    colors = itertools.cycle([(0.7, 0.3, 0.2, 1.0), (0.75, 0.4, 0.25, 1.0)])
+    for i in range(int(n)):
+        s.add(Body(f"brick_{i + 1}", cuboid(L, W, Hb), density=density, color=next(colors), material="brick"), (i * offset * L, 0.0, (i + 0.5) * Hb))
+    built = s.build()
+    built.info.update(bricks=[f"brick_{i + 1}" for i in range(int(n))])
+    return built
+
+
+def friction_block(
+    mass: float = 48.0,
+    size: Sequence[float] = (0.4, 0.4, 0.3),
+    *,
+    mu_static: float = 0.9,
+    mu_kinetic: float = 0.6,
+) -> BuiltMechanism:
+    """Thesis Fig. 5.10: a 48 kg ``block`` resting on a ``table`` (half-space), to be pushed along +x.
+
+    The thesis: static / kinetic friction .9 / .6, normal force m g = 470.88 N; after
+    1 s a force growing exponentially pushes in x, the block starts sliding near 2.7 s,
+    the force is constant from 3.25 s and removed at 3.75 s; the block stops near 5.6 s.
+    ``info``: ``mu_static``, ``mu_kinetic``, ``push_direction`` (+x), ``push_point``
+    (the feature ``block.center``).
+    """
+    s = Scene("friction_block")
+    g, gp = ground_body("table", material="table")
+    s.add(g, gp, fixed=True)
+    s.add(Body("block", cuboid(*size), mass=mass, color=(0.6, 0.45, 0.3, 1.0), material="block"), (0.0, 0.0, size[2] / 2))
+    built = s.build()
+    built.info.update(mu_static=mu_static, mu_kinetic=mu_kinetic, push_direction=np.array([1.0, 0.0, 0.0]), push_point="block.center")
+    return built
+
