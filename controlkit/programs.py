@@ -191,17 +191,26 @@ class Controller:
         return name in self.equations
 
     # constraints the program manages (magnetic shoes, locks)
-    def weld(self, name: str, frame: str, to: str | None = None) -> None:
-        """Weld a frame where it is now to the world (or to another frame): a constraint named ``name``."""
-        from .constraints import WeldConstraint
-        self._rt.sync()
-        self.mech.add_constraint(WeldConstraint(name, frame, to))
-        self._rt.sim.set_state()  # restart the integrator: the equation set changed
+    def weld(self, name: str, frame: str, to: str | None = None, kind: str = "weld") -> None:
+        """Hold a frame where it is now, to the world (or to another frame): a constraint named ``name``.
+
+        ``kind="weld"`` holds its whole placement (6 rows); ``"point"`` only its origin (3 rows).
+        Velocities jump to satisfy it (momentum-consistent, plastic), logged as an event.
+        """
+        from .constraints import PointConstraint, WeldConstraint
+        if kind not in ("weld", "point"):
+            raise ControlkitError(f"program {self.name!r}: weld kind must be 'weld' or 'point', got {kind!r}")
+        cls = WeldConstraint if kind == "weld" else PointConstraint
+        self._rt.sim.add_constraint(cls(name, frame, to))
+
+    def hold_angle(self, name: str, joint: str) -> None:
+        """Hold a joint at its current angle by a constraint named ``name`` (released with :meth:`release`)."""
+        from .constraints import JointLock
+        self._rt.sim.add_constraint(JointLock(name, joint))
 
     def release(self, name: str) -> None:
         """Remove a constraint added with :meth:`weld` (or any constraint) by name."""
-        self.mech.remove_constraint(name)
-        self._rt.sim.set_state()
+        self._rt.sim.remove_constraint(name)
 
     def lock(self, joint: str, **options) -> None:
         """Lock a joint now (momentum-consistent transition, see the simulator's joint locking)."""
@@ -252,7 +261,7 @@ class _ConditionSource:
     def guards(self, sim, t, q, v):
         mech = sim.mech
         mech.set_state(q, v, check=False)
-        self.rt.now, self.rt.probing = t, True
+        self.rt.now = t
         out = []
         try:
             for p in self._waiting():
@@ -261,7 +270,7 @@ class _ConditionSource:
                 except Exception as exc:  # a condition is program code too
                     raise self.rt.program_error(p, exc) from exc
         finally:
-            self.rt.now, self.rt.probing = sim.t, False
+            self.rt.now = sim.t
         return np.array(out)
 
     def handle(self, sim, t, fired):
@@ -286,12 +295,17 @@ class ProgramRuntime:
         sim.add_source(self.source)
         sim.control_phase.append(self._control_phase)
 
-    probing = False  # True while conditions are tested at trial states during isolation
+    running = False  # True while a program's code runs at the simulator's current state
 
     def sync(self) -> None:
-        """Make the mechanism's state the simulator's current state (not while probing trial states)."""
+        """Make the mechanism's state the simulator's current state, when program code runs.
+
+        Outside a program's own code — while conditions are probed at trial states during
+        isolation, or while an expression's time function is evaluated inside an assembly at
+        an integrator stage — quantities read the mechanism's state as it is.
+        """
         s = self.sim
-        if self.probing:
+        if not self.running:
             return
         if s.mech._q is not s.q or s.mech._v is not s.v:
             s.mech.set_state(s.q, s.v, check=False)
@@ -334,6 +348,7 @@ class ProgramRuntime:
         """Run a program until its next suspension and register what it waits for."""
         if p.done:
             return
+        was_running, self.running = self.running, True
         self.sync()
         self.now = self.sim.t
         p.ticks += 1
@@ -348,6 +363,8 @@ class ProgramRuntime:
             raise self.program_error(p, exc) from exc
         except Exception as exc:
             raise self.program_error(p, exc) from exc
+        finally:
+            self.running = was_running
         self._wait(p, req)
 
     def _wait(self, p: Program, req) -> None:
@@ -364,11 +381,14 @@ class ProgramRuntime:
             self.sim.at(t + req.seconds, lambda sim, p=p: self._timer(p))
         elif isinstance(req, Until):
             p.waiting = req
+            was_running, self.running = self.running, True
             self.sync()
             try:
                 already = req.condition()
             except Exception as exc:
                 raise self.program_error(p, exc) from exc
+            finally:
+                self.running = was_running
             if already:
                 p.waiting = Tick()  # true right away: resume at the next control phase
                 p.period_override = True

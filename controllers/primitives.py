@@ -120,7 +120,16 @@ def _feedback_gains(dt: float):
     return w * w, 2.0 * w
 
 
-def _track(ctl, name, quantity, traj: Quintic, dt):
+def track(ctl, name: str, quantity, traj, dt: float):
+    """Add a control equation making ``quantity`` follow ``traj(t) -> (p, v, a)`` over ``dt`` s.
+
+    The equation is ``acc + kv vel + kp pos = a_d + kv v_d + kp p_d``: exact on the
+    trajectory, with stiff feedback (``40 / dt`` rad/s) against integration drift.
+    """
+    return _track(ctl, name, quantity, traj, dt)
+
+
+def _track(ctl, name, quantity, traj, dt):
     kp, kv = _feedback_gains(dt)
     ref = TimeFunction(lambda t: (lambda p, v, a: a + kv * v + kp * p)(*traj(t)), f"quintic({name})")
     ctl.add_equation(name, acc(quantity) + kv * vel(quantity) + kp * pos(quantity) == ref)

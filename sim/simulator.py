@@ -145,6 +145,36 @@ class Simulator:
             self.programs = ProgramRuntime(self)
         return self.programs.start(program, name, period)
 
+    # --------------------------------------------------------- constraints
+    def add_constraint(self, constraint, impulsive: bool = True) -> None:
+        """Activate a constraint now (a weld, a pin, a held joint).
+
+        With ``impulsive`` (default) the velocities jump to satisfy all active constraints by
+        the momentum-consistent (plastic) transition ``v+ = v - M^-1 J^T (J M^-1 J^T)^+ J v``,
+        as when a foot is planted; the event, with the kinetic energy lost, is logged.
+        """
+        mech = self.mech
+        mech.set_state(self.q, self.v, check=False)
+        mech.add_constraint(constraint)
+        if impulsive:
+            cons = list(mech.constraints.values())
+            v_new = project_velocities(mech, cons, self.q, self.v)
+            mech.set_state(self.q, self.v, check=False)
+            k0 = mech.kinetic_energy()
+            mech.set_state(self.q, v_new, check=False)
+            k1 = mech.kinetic_energy()
+            self.log("constraint_added", f"{constraint.describe()}; kinetic energy {k0:.6g} -> {k1:.6g} J",
+                     constraint=constraint.name, energy_before=k0, energy_after=k1)
+            self.v = v_new
+        self.set_state()
+
+    def remove_constraint(self, name: str):
+        """Deactivate a constraint by name (no velocity jump); returns it."""
+        c = self.mech.remove_constraint(name)
+        self.log("constraint_removed", c.describe(), constraint=name)
+        self.set_state()
+        return c
+
     # ------------------------------------------------- events: locks, impacts
     def lock(self, joint: str, **options) -> None:
         """Lock a joint now with the momentum-consistent transition (see :mod:`sim.locking`)."""
