@@ -73,6 +73,7 @@ class Expr:
     """Base of the expression tree; supports ``+ - *`` (scalar, vector, matrix ``@``), ``==``, ``<=``, ``>=``."""
 
     __hash__ = object.__hash__
+    __array_ufunc__ = None  # numpy defers to our operators: `K @ acc(p)`, `np.float64(2) * vel(p)`
 
     def evaluate(self, ctx: Context):
         raise NotImplementedError

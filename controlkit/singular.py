@@ -4,7 +4,8 @@ When the constraint Jacobian ``J`` (k, nv) loses rank, some combinations ``u`` o
 constraint rows (``u^T J = 0``) no longer restrict velocities at first order. Two cases:
 
 - the redundancy is benign (a planar four-bar's pin hinges): ``u^T phi`` stays zero along
-  every first-order admissible motion, so nothing more is needed;
+  every first-order admissible motion, so nothing more is needed; the verdict is cached
+  per set of constraints and rank, since it is a property of the mechanism, not the instant;
 - the configuration is a *critical form*: ``u^T phi`` grows quadratically along some
   first-order admissible motions ``n`` (``n^T H_u n != 0`` with ``H_u`` the Hessian of
   ``u^T phi``). Those motions violate the constraints at second order, so the mechanism
@@ -55,6 +56,10 @@ def locked_directions(mech, cons, J: np.ndarray) -> np.ndarray | None:
     rank = int(np.sum(sv > RANK_TOL * smax))
     if rank == J.shape[0]:
         return None  # no redundant combination
+    key = (tuple(c.name for c in cons), rank)
+    benign = mech.__dict__.setdefault("_benign_redundancy", set())
+    if key in benign:
+        return None  # this set of constraints was found redundant but not critical before
     Uz = U[:, rank:]  # left null space: redundant combinations of rows
     N = Vt[rank:].T  # first-order admissible motions
     k = N.shape[1]
@@ -78,6 +83,7 @@ def locked_directions(mech, cons, J: np.ndarray) -> np.ndarray | None:
         if big.any():
             locked.append(N @ V[:, big])
     if not locked:
+        benign.add(key)
         return None
     L = np.hstack(locked)
     Ul, sl, _ = np.linalg.svd(L, full_matrices=False)
