@@ -1,0 +1,77 @@
+"""The controlkit command: every subcommand runs, wrong names are explained."""
+import subprocess
+import sys
+
+import pytest
+
+
+def run(*args, check=True):
+    p = subprocess.run([sys.executable, "-m", "controlkit.cli", *args], capture_output=True, text=True, timeout=300)
+    if check and p.returncode != 0:
+        raise AssertionError(f"exit {p.returncode}\n{p.stdout}\n{p.stderr}")
+    return p
+
+
+def test_demo_lists_each_demo_on_one_line():
+    out = run("demo").stdout.splitlines()
+    names = [line.split()[0] for line in out]
+    assert "thesis_pendulum" in names
+    assert all(len(line.split(None, 1)) == 2 for line in out)  # a name and a description
+
+
+def test_a_short_demo_writes_its_replay_plot_and_recording(tmp_path):
+    html, png = tmp_path / "p.html", tmp_path / "p.png"
+    p = run("demo", "thesis_pendulum", "--seconds", "0.2", "--html", str(html), "--plot", str(png),
+            "--out", str(tmp_path))
+    assert html.stat().st_size > 10_000 and png.stat().st_size > 10_000
+    assert (tmp_path / "thesis_pendulum.npz").exists()
+    assert "simulated time" in p.stdout and "real-time factor" in p.stdout
+    assert f"wrote {html}" in p.stdout
+
+
+def test_a_wrong_demo_name_exits_non_zero_with_the_valid_names():
+    p = run("demo", "no_such_demo", check=False)
+    assert p.returncode != 0
+    assert "unknown demo 'no_such_demo'" in p.stderr and "thesis_pendulum" in p.stderr
+
+
+def test_info_prints_bodies_joints_dof_features_and_equations():
+    out = run("info", "four_bar").stdout
+    assert "nv = 3 (degrees of freedom)" in out
+    assert "bodies:" in out and "crank" in out
+    assert "joints:" in out and "hinge_1" in out
+    assert "features:" in out
+    assert "EQUATIONS OF FOUR_BAR" in out and "Hinge hinge_4" in out
+
+
+def test_info_on_an_unknown_model_lists_valid_models():
+    p = run("info", "robbie", check=False)
+    assert p.returncode != 0 and "unknown model 'robbie'" in p.stderr and "talos" in p.stderr
+
+
+def test_replay_rebuilds_the_model_and_writes_html(tmp_path):
+    run("demo", "thesis_pendulum", "--seconds", "0.1", "--out", str(tmp_path), "--quiet")
+    html = tmp_path / "replay.html"
+    p = run("replay", str(tmp_path / "thesis_pendulum.npz"), "--html", str(html))
+    assert html.stat().st_size > 10_000 and f"wrote {html}" in p.stdout
+
+
+@pytest.mark.parametrize("sub", ["demo", "run", "info", "replay"])
+def test_each_subcommand_has_help(sub):
+    out = run(sub, "--help").stdout
+    assert out.startswith("usage: controlkit " + sub)
+
+
+def test_run_executes_a_users_script(tmp_path):
+    script = tmp_path / "mine.py"
+    script.write_text(
+        '"""A user\'s scenario."""\n'
+        "import robots\n"
+        "from sim.runner import Scenario\n"
+        "from sim.simulator import Simulator\n"
+        "def build(integrator='rk4'):\n"
+        "    b = robots.four_bar()\n"
+        "    sim = Simulator(b.mechanism, b.q0, b.v0, dt=2e-3, integrator=integrator)\n"
+        "    return Scenario('mine', 'four-bar', sim, 0.1, summary=lambda r: f'samples {len(r)}')\n")
+    p = run("run", str(script), "--integrator", "semi_implicit_euler")
+    assert "samples 51" in p.stdout
