@@ -51,6 +51,14 @@ class Constraint:
         """The ``Jdot v`` term (k,) so that phiddot = J a + Jdot v."""
         raise NotImplementedError
 
+    def force_jacobian(self) -> np.ndarray:
+        """G (k, nv): the constraint's force enters the motion equations as ``G^T lam``.
+
+        Equal to ``jacobian()`` for ideal (workless) constraints; a sliding friction contact
+        overrides it (its force ``lam_n (n - mu_k u)`` is not along its normal row).
+        """
+        return self.jacobian()
+
     def describe(self) -> str:
         """One line naming what the constraint holds."""
         return f"{self.kind} {self.name}"

@@ -22,6 +22,7 @@ import numpy as np
 
 from .errors import EquationError, UnknownNameError
 from .expressions import Context, Expr, Lin, as_expr
+from .constraints import Constraint
 from .singular import locked_directions
 
 
@@ -130,7 +131,8 @@ class Block:
 class Problem:
     """Everything one solve needs, at one state; printable.
 
-    Motion equations: ``M a + bias = S^T tau + Jc^T lam`` with bias = h - f_ext (N, N m).
+    Motion equations: ``M a + bias = S^T tau + G^T lam`` with bias = h - f_ext (N, N m) and
+    G = ``Jf`` (the force Jacobian) when given, else ``Jc``.
     ``fixed``: blocks whose rows select single unknown columns (direct assignments of unknowns).
     """
 
@@ -146,6 +148,7 @@ class Problem:
     inequalities: list[Block]
     default_cost: bool = True
     mass_solve: object = None  # b -> M^-1 b (the mechanism's factor); None: factor M here
+    Jf: np.ndarray | None = None  # force Jacobian when it differs from Jc (sliding friction)
     lam_labels: list[str] = field(default_factory=list)
 
     def sizes(self) -> dict[str, int]:
@@ -288,12 +291,15 @@ def build_problem(mech, eqs: EquationSet, t: float, f_ext: np.ndarray | None = N
     if cons:
         v = mech._v
         Jc = np.vstack([c.jacobian() for c in cons])
+        ideal = all(type(c).force_jacobian is Constraint.force_jacobian for c in cons)
+        Jf = None if ideal else np.vstack([c.force_jacobian() for c in cons])
         phi = np.concatenate([c.error() for c in cons])
         rhs = -np.concatenate([c.drift() for c in cons]) - eqs.kv * (Jc @ v) - eqs.kp * phi
         R = locked_directions(mech, cons, Jc) if eqs.critical_forms else None
         if R is not None:
             # motions ruled out at second order: held like a constraint, with their own reactions
             Jc = np.vstack([Jc, R])
+            Jf = None if Jf is None else np.vstack([Jf, R])
             rhs = np.concatenate([rhs, -eqs.kv * (R @ v)])
             labels += [f"critical form[{i}]" for i in range(len(R))]
         layout = layout or Layout.for_mechanism(mech, {"critical form": len(R)} if R is not None else None)
@@ -301,7 +307,7 @@ def build_problem(mech, eqs: EquationSet, t: float, f_ext: np.ndarray | None = N
         A[:, layout.a] = Jc
         equalities.append(Block("constraints", "constraint", A, rhs, list(labels)))
     else:
-        Jc = np.zeros((0, mech.nv))
+        Jc, Jf = np.zeros((0, mech.nv)), None
         layout = layout or Layout.for_mechanism(mech)
     nx = layout.nx
     ctx = Context(mech, t, layout)
@@ -335,4 +341,4 @@ def build_problem(mech, eqs: EquationSet, t: float, f_ext: np.ndarray | None = N
         ineqs.append(Block(name, "inequality", L.A, -L.b))
     return Problem(t, layout, M, bias, mech.S, Jc, equalities, fixed, costs, ineqs,
                    default_cost=eqs.underdetermined == "default", mass_solve=mech.mass_solve,
-                   lam_labels=labels)
+                   Jf=Jf, lam_labels=labels)

@@ -63,7 +63,8 @@ def _reduce(p: Problem):
     wF[fixed_cols - nv] = fixed_vals
     free = np.ones(nw, dtype=bool)
     free[fixed_cols - nv] = False
-    B = np.hstack([p.S.T, p.Jc.T]) if nw else np.zeros((nv, 0))
+    G = p.Jc if p.Jf is None else p.Jf
+    B = np.hstack([p.S.T, G.T]) if nw else np.zeros((nv, 0))
     msolve = p.mass_solve or _dense_mass_solve(p.M)
     p0 = msolve(B @ wF - p.bias)
     P = msolve(B[:, free]) if free.any() else np.zeros((nv, 0))
@@ -88,6 +89,8 @@ def _constrained_forward(p: Problem) -> Solution | None:
     indeterminate forces) or when a constraint force is assigned.
     """
     L = p.layout
+    if p.Jf is not None:
+        return None  # non-ideal constraint forces: the Delassus matrix is not symmetric
     tau = np.zeros(L.ntau)
     for _, cols, vals in p.fixed:
         if cols.max() >= L.nv + L.ntau:

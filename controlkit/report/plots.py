@@ -18,6 +18,7 @@ from ._errors import ReportError
 
 SUFFIXES = (".png", ".svg")
 _AXIS_NAMES = ("x", "y", "z")
+_LINE_COLOR = "#1f4e99"
 _EVENT_COLORS = ("#c0392b", "#8e44ad", "#16a085", "#d35400", "#2c3e50", "#7f8c8d")
 
 
@@ -87,12 +88,13 @@ def figure_quantities(recording, panels: Sequence, *, title: str | None = None, 
         k = X.shape[1]
         if comp is None:
             for i in range(k):
-                ax.plot(t, X[:, i], lw=1.1, label=_component_name(i, k) if k > 1 else None)
+                ax.plot(t, X[:, i], lw=1.1, color=None if k > 1 else _LINE_COLOR,
+                        label=_component_name(i, k) if k > 1 else None)
             if k > 1:
                 ax.legend(fontsize=7, frameon=False, loc="best", handlelength=1.2)
             default_title = name
         else:
-            ax.plot(t, X[:, comp], lw=1.2, color="#1f4e99")
+            ax.plot(t, X[:, comp], lw=1.1, color=_LINE_COLOR)
             default_title = f"{name} {_component_name(comp % k, k)}" if k > 1 else name
         for e in event_list:
             ax.axvline(e.time, color=_EVENT_COLORS[kinds.index(e.kind) % len(_EVENT_COLORS)],

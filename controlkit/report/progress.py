@@ -46,7 +46,7 @@ class Progress:
             from tqdm import tqdm
 
             self._bar = tqdm(total=total, desc=desc, delay=delay, file=stream, bar_format=_FORMAT,
-                             leave=False, dynamic_ncols=True)
+                             leave=False)
 
     def update(self, t: float) -> None:
         """Advance to simulated time ``t`` (s); cheap enough to call every step."""
