@@ -125,15 +125,15 @@ def _reduce_rows(A, b, P, p0, free, wF, nv):
 def _stack(blocks, P, p0, free, wF, nv, ny):
     if not blocks:
         return np.zeros((0, ny)), np.zeros(0), []
-    Es, fs, owners = [], [], []
-    for blk in blocks:
-        E, f = _reduce_rows(blk.A, blk.b, P, p0, free, wF, nv)
-        if blk.weight is not None:
-            E, f = blk.weight[:, None] * E, blk.weight * f
-        Es.append(E)
-        fs.append(f)
-        owners += [blk.name] * len(f)
-    return np.vstack(Es), np.concatenate(fs), owners
+    # one reduction for all blocks: many small matrix products cost more than one big one
+    A = np.vstack([blk.A for blk in blocks])
+    b = np.concatenate([blk.b for blk in blocks])
+    E, f = _reduce_rows(A, b, P, p0, free, wF, nv)
+    if blocks[0].weight is not None:
+        w = np.concatenate([blk.weight for blk in blocks])
+        E, f = w[:, None] * E, w * f
+    owners = [blk.name for blk in blocks for _ in range(len(blk.b))]
+    return E, f, owners
 
 
 def _conflicts(E, f, owners, U, r):
