@@ -154,7 +154,7 @@ var viewer = new MeshCat.Viewer(document.getElementById("meshcat-pane"));
   var info = {info};
   if (info.camera) {{  // the orbit target has no meshcat command: set it on the page
     var p = info.camera.position, c = info.camera.target;
-    viewer.controls.target.set(c[0], c[1], c[2]);
+    viewer.controls.target.set(c[0], c[2], -c[1]);  // both in the camera rig's frame (y up)
     viewer.camera.position.set(p[0], p[2], -p[1]);
     viewer.controls.update();
     viewer.set_dirty();
@@ -197,7 +197,9 @@ def compact_geometry(model: pin.GeometryModel) -> pin.GeometryModel:
     """A copy whose mesh-file objects are sent as the loaded triangles (binary) instead of the file.
 
     Collada files are verbose XML: the UR5's visual meshes are ~8 MB as files and ~2 MB
-    as float32 triangles. The file's own materials are lost; ``meshColor`` is used.
+    as float32 triangles; and meshcat 0.3.2's viewer merges a multi-material Collada file
+    into one geometry with mismatched material groups, so parts of it are not drawn
+    (the UR5's housings go missing). The file's own materials are lost; ``meshColor`` is used.
     The loaded triangles are already scaled, so ``meshScale`` becomes 1.
     """
     out = pin.GeometryModel()
@@ -337,8 +339,32 @@ def three_camera_position(p) -> list[float]:
     return [float(p[0]), float(p[2]), float(-p[1])]
 
 
+def local_box_corners(geometry_model: pin.GeometryModel) -> np.ndarray:
+    """(ngeoms, 8, 3) corners of each geometry's bounding box in its own frame (m)."""
+    out = np.zeros((geometry_model.ngeoms, 8, 3))
+    for k, g in enumerate(geometry_model.geometryObjects):
+        try:
+            g.geometry.computeLocalAABB()
+            lo, hi = np.array(g.geometry.aabb_local.min_), np.array(g.geometry.aabb_local.max_)
+        except Exception:  # a geometry without a bounding box counts as its origin
+            lo = hi = np.zeros(3)
+        if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))) or np.any(hi - lo > 1e3):
+            lo = hi = np.zeros(3)  # planes and half-spaces: unbounded
+        out[k] = [[(lo, hi)[i][0], (lo, hi)[j][1], (lo, hi)[m][2]] for i in (0, 1) for j in (0, 1) for m in (0, 1)]
+    return out
+
+
+def world_box_corners(corners: np.ndarray, placements) -> np.ndarray:
+    """Corners (ngeoms, 8, 3) moved to the geometries' world placements (a list of SE3)."""
+    return np.concatenate([c @ M.rotation.T + M.translation for c, M in zip(corners, placements)]) \
+        if len(corners) else np.zeros((0, 3))
+
+
 def auto_camera(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(position, target) of a camera that frames the given world points (m)."""
+    """(position, target) of a camera that frames the given world points (m).
+
+    The points' bounding sphere fills about 90 % of the height of meshcat's 75 deg view.
+    """
     pts = np.asarray(points, dtype=float).reshape(-1, 3)
     pts = pts[np.all(np.isfinite(pts), axis=1)]
     if len(pts) == 0:
@@ -348,5 +374,5 @@ def auto_camera(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     extent = float(np.linalg.norm(hi - lo))
     direction = np.array([2.0, 1.2, 1.0])
     direction /= np.linalg.norm(direction)
-    distance = max(1.0 * extent, 0.6)
+    distance = max(0.5 * extent / np.sin(np.radians(0.9 * 37.5)), 0.3)
     return target + distance * direction, target

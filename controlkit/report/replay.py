@@ -43,7 +43,7 @@ def export_html(
     frame_length: float = 0.1,
     max_frames: int = 3000,
     camera="auto",
-    compact_meshes: bool = False,
+    compact_meshes: bool = True,
     autoplay: bool = True,
     title: str | None = None,
 ) -> Path:
@@ -66,8 +66,10 @@ def export_html(
         max_frames: upper bound on animation frames; a longer run is decimated further.
         camera: ``"auto"`` (frame the robot's whole motion), None (meshcat's default
             camera) or ``(position, target)`` in world coordinates (m, z up).
-        compact_meshes: send mesh files as their loaded triangles (about 4x smaller
-            for Collada files; the files' own colours are replaced by ``meshColor``).
+        compact_meshes: send mesh files as their loaded triangles (default): complete
+            shapes in ``meshColor``, about 3x smaller for Collada files. False inlines the
+            mesh files with their own materials and textures, but meshcat 0.3.2's viewer
+            drops the parts of multi-material Collada meshes (e.g. the UR5's housings).
         autoplay: start playing when the page opens.
         title: page title (default: the mechanism's name).
     """
@@ -109,12 +111,15 @@ def export_html(
     _show(viz, vis, Q[idx[0]], idx[0], frame_ids, arrow_data, scale)
 
     anim = Animation(default_framerate=fps)
+    corners = mc.local_box_corners(viz.visual_model)
+    framing = set(idx[np.unique(np.round(np.linspace(0, len(idx) - 1, min(len(idx), 100))).astype(int))].tolist())
     seen = []
     for i in idx:
         view = anim.at_frame(vis, float((t[i] - t0) * fps))
         _show(viz, view, Q[i], i, frame_ids, arrow_data, scale, animated=True)
-        seen.append(np.array([M.translation for M in viz.visual_data.oMg]).reshape(-1, 3))
-        seen.append(np.array([M.translation for M in data.oMi]))
+        if i in framing:
+            seen.append(mc.world_box_corners(corners, viz.visual_data.oMg))
+            seen.append(np.array([M.translation for M in data.oMi]))
     viz.viewer = vis
     if len(idx) > 1:
         vis.set_animation(anim, play=autoplay, repetitions=1)

@@ -19,7 +19,6 @@ import logging
 import subprocess
 import time
 
-import numpy as np
 import pinocchio as pin
 
 from ..errors import UnknownNameError
@@ -39,11 +38,14 @@ class Viewer:
             (e.g. ``"tcp://127.0.0.1:6000"``) instead of starting one; such a server is
             left running by :meth:`close`.
         collisions: also load and show the collision geometry (default: visual only).
+        compact_meshes: send mesh files as their loaded triangles (default; complete shapes
+            in ``meshColor``); False sends the files with their materials, but meshcat
+            0.3.2 drops the parts of multi-material Collada meshes.
         connect_timeout: seconds to wait for an existing server at ``zmq_url`` to answer.
     """
 
     def __init__(self, mechanism, *, open: bool = False, zmq_url: str | None = None,
-                 collisions: bool = False, connect_timeout: float = 5.0):
+                 collisions: bool = False, compact_meshes: bool = True, connect_timeout: float = 5.0):
         import meshcat
 
         self.mechanism = mechanism
@@ -59,7 +61,8 @@ class Viewer:
         self._closed = False
         log.info("meshcat viewer for %r at %s", mechanism.name, self.url())
         try:
-            self._viz = mc.robot_visualizer(mechanism, self._vis, collisions=collisions)
+            self._viz = mc.robot_visualizer(mechanism, self._vis, collisions=collisions,
+                                              compact_meshes=compact_meshes)
         except BaseException:
             self.close()
             raise
