@@ -1,0 +1,332 @@
+"""Collision geometry between bodies: signed distances, witness points, normals, contact Jacobians.
+
+A :class:`CollisionWorld` watches a set of geometry pairs of a mechanism's collision
+model (coal shapes attached to joints through a ``pinocchio.GeometryModel``:
+spheres, boxes, cylinders, capsules, half-spaces, planes, convex meshes). At a
+configuration it computes, for every active pair, with Pinocchio's
+``computeDistance`` (coal's GJK/EPA with signed distance):
+
+- ``distance`` (m): signed, negative when the shapes overlap (penetration depth);
+- ``point_a``, ``point_b`` (m, world): the witness points on each shape;
+- ``normal`` (world, unit): from shape a towards shape b, so that the signed
+  distance grows at the rate ``normal . (v(point_b) - v(point_a))``;
+- ``jacobian`` (nv,): the row ``J_n`` with ``J_n v`` = that normal relative velocity
+  (m/s), built from Pinocchio's joint Jacobians of the witness points.
+
+Pairs: by default the collision model's own collision pairs when it defines any (the
+robots/ builder does: every two bodies except hinged neighbours and declared
+non-self-colliding groups); otherwise every pair of geometries on different bodies,
+except pairs both fixed to the world and pairs of moving bodies joined by a rotational
+hinge (a link and its parent link touch at their hinge), see :func:`default_filter`. ``pairs=`` names pairs explicitly
+(geometry names, or body/joint names meaning all of that body's geometries);
+``filter=`` is an extra predicate ``filter(geom_a, geom_b) -> bool`` on
+``pinocchio.GeometryObject``\\ s (see :func:`exclude_subtree`, :func:`exclude_pairs`).
+
+The world keeps its own ``pinocchio.Data`` and ``GeometryData``, so evaluating guards
+at trial states never disturbs the mechanism's cached kernels.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+import pinocchio as pin
+
+from controlkit.errors import ModelError, UnknownNameError
+
+LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+
+PairFilter = Callable[[pin.GeometryObject, pin.GeometryObject], bool]
+
+
+@dataclass
+class Contact:
+    """One watched pair at one state.
+
+    Attributes:
+        index: index of the pair in the world (and of its guard).
+        geom_a, geom_b: geometry names; body_a, body_b: names of the joints carrying them
+            (``"universe"`` for the fixed world).
+        distance: signed distance (m), negative when overlapping.
+        point_a, point_b: witness points (m, world frame).
+        normal: unit normal (world frame) from a towards b.
+        jacobian: (nv,) row with ``jacobian @ v`` = normal relative velocity (m/s), > 0 separating;
+            None when the world was evaluated without Jacobians.
+        normal_velocity: ``jacobian @ v`` (m/s) at the state, or None.
+    """
+
+    index: int
+    geom_a: str
+    geom_b: str
+    body_a: str
+    body_b: str
+    distance: float
+    point_a: np.ndarray
+    point_b: np.ndarray
+    normal: np.ndarray
+    jacobian: np.ndarray | None = None
+    normal_velocity: float | None = None
+
+    @property
+    def bodies(self) -> tuple[str, str]:
+        return (self.body_a, self.body_b)
+
+    def describe(self) -> str:
+        """One line: the pair, distance and normal velocity."""
+        vn = "" if self.normal_velocity is None else f", normal velocity {self.normal_velocity:.6g} m/s"
+        return f"{self.geom_a} <-> {self.geom_b}: distance {self.distance:.6g} m{vn}"
+
+
+# ------------------------------------------------------------------ filters
+def _ancestors(model: pin.Model, joint: int) -> set[int]:
+    out = set()
+    while joint > 0:
+        joint = model.parents[joint]
+        out.add(joint)
+    return out
+
+
+_TRANSLATING = ("FreeFlyer", "JointModelP", "Translation", "Planar")
+
+
+def _hinged(model: pin.Model, child: int, parent: int) -> bool:
+    """Whether joint ``child`` hangs from the moving body ``parent`` through a joint without
+    translation (revolute, spherical, universal: the two bodies touch at the hinge)."""
+    if child <= 0 or parent <= 0 or model.parents[child] != parent:
+        return False
+    short = model.joints[child].shortname()
+    return not any(short.startswith(t) or t in short for t in _TRANSLATING)
+
+
+def default_filter(model: pin.Model) -> PairFilter:
+    """Exclude pairs on one body and pairs of moving bodies hinged to each other by a
+    rotational joint.
+
+    Bodies hinged to the world still collide with world geometry (a pendulum's first link
+    with the ground); free-flying, prismatic and planar bodies collide with their parent.
+    Pass ``pairs=`` (or define collision pairs in the collision model) to say otherwise."""
+
+    def keep(ga: pin.GeometryObject, gb: pin.GeometryObject) -> bool:
+        ja, jb = ga.parentJoint, gb.parentJoint
+        if ja == jb:
+            return False
+        return not (_hinged(model, ja, jb) or _hinged(model, jb, ja))
+
+    return keep
+
+
+def exclude_subtree(model: pin.Model, joint: str) -> PairFilter:
+    """A filter dropping pairs whose two geometries both move with ``joint``'s subtree
+    (e.g. a pendulum's own links do not collide with each other)."""
+    if not model.existJointName(joint):
+        raise UnknownNameError("joint", joint, list(model.names)[1:], "exclude_subtree")
+    root = model.getJointId(joint)
+
+    def inside(j: int) -> bool:
+        return j == root or root in _ancestors(model, j)
+
+    return lambda ga, gb: not (inside(ga.parentJoint) and inside(gb.parentJoint))
+
+
+def exclude_pairs(names: Iterable[tuple[str, str]]) -> PairFilter:
+    """A filter dropping the listed (geometry name, geometry name) pairs, in either order."""
+    drop = {frozenset(p) for p in names}
+    return lambda ga, gb: frozenset((ga.name, gb.name)) not in drop
+
+
+def all_of(*filters: PairFilter) -> PairFilter:
+    """A filter keeping a pair only when every given filter keeps it."""
+    return lambda ga, gb: all(f(ga, gb) for f in filters)
+
+
+# -------------------------------------------------------------------- world
+class CollisionWorld:
+    """Distances, witness points, normals and contact Jacobians for a set of geometry pairs.
+
+    Args:
+        mech: the mechanism (its ``collision_model`` holds the coal geometries).
+        pairs: pairs to watch as ``(name_a, name_b)``; a name is a geometry name or a
+            body/joint name (all geometries on that body). Default: every pair the filters keep.
+        filter: extra predicate ``filter(geom_a, geom_b) -> bool`` (True keeps the pair);
+            applied on top of :func:`default_filter` when ``pairs`` is None.
+        precision: GJK/EPA tolerance (m) of the distance queries (coal's default, 1e-6, is
+            too coarse to isolate impact times of curved shapes to 1e-9 s).
+    """
+
+    def __init__(self, mech, pairs: Sequence[tuple[str, str]] | None = None, filter: PairFilter | None = None,
+                 precision: float = 1e-10):
+        self.mech = mech
+        self.model: pin.Model = mech.model
+        src = mech.collision_model
+        if src.ngeoms == 0:
+            raise ModelError(f"CollisionWorld: mechanism {mech.name!r} has no collision geometry")
+        self.gmodel = src.copy()
+        self.gmodel.removeAllCollisionPairs()
+        index = self._resolve_pairs(pairs, filter)
+        for ia, ib in index:
+            self.gmodel.addCollisionPair(pin.CollisionPair(ia, ib))
+        self.pair_indices: list[tuple[int, int]] = index
+        self.gdata = pin.GeometryData(self.gmodel)
+        for req in self.gdata.distanceRequests:
+            req.enable_signed_distance = True
+            req.gjk_tolerance = precision
+            req.epa_tolerance = precision
+        self.data = self.model.createData()
+        objs = self.gmodel.geometryObjects
+        self.names = [(objs[a].name, objs[b].name) for a, b in index]
+        self.joints = [(objs[a].parentJoint, objs[b].parentJoint) for a, b in index]
+        self.bodies = [(self.model.names[ja], self.model.names[jb]) for ja, jb in self.joints]
+        self.thickness = np.array([_half_thickness(objs[a].geometry) + _half_thickness(objs[b].geometry)
+                                   for a, b in index])
+        self._q_key: np.ndarray | None = None
+        self._jac_done = False
+
+    # ------------------------------------------------------------ pairs
+    def _geoms_named(self, name: str) -> list[int]:
+        gm = self.gmodel
+        if gm.existGeometryName(name):
+            return [gm.getGeometryId(name)]
+        m = self.model
+        if m.existJointName(name) or m.existFrame(name):
+            joint = m.getJointId(name) if m.existJointName(name) else m.frames[m.getFrameId(name)].parentJoint
+            ids = [i for i, g in enumerate(gm.geometryObjects) if g.parentJoint == joint]
+            if ids:
+                return ids
+        valid = [g.name for g in gm.geometryObjects] + list(m.names)
+        raise UnknownNameError("geometry or body", name, valid, f"collision model of {self.mech.name!r}")
+
+    def _resolve_pairs(self, pairs, extra) -> list[tuple[int, int]]:
+        objs = self.gmodel.geometryObjects
+        n = len(objs)
+        if pairs is None and len(self.mech.collision_model.collisionPairs):
+            cand = sorted({(min(p.first, p.second), max(p.first, p.second))
+                           for p in self.mech.collision_model.collisionPairs})
+        elif pairs is None:
+            keep = default_filter(self.model)
+            cand = [(a, b) for a in range(n) for b in range(a + 1, n)
+                    if not (objs[a].parentJoint == 0 and objs[b].parentJoint == 0) and keep(objs[a], objs[b])]
+        else:
+            cand = []
+            for pa, pb in pairs:
+                for a in self._geoms_named(pa):
+                    for b in self._geoms_named(pb):
+                        if a == b or objs[a].parentJoint == objs[b].parentJoint:
+                            raise ModelError(f"CollisionWorld: pair ({pa!r}, {pb!r}) joins geometries on one body "
+                                             f"({objs[a].name!r}, {objs[b].name!r})")
+                        key = (min(a, b), max(a, b))
+                        if key not in cand:
+                            cand.append(key)
+        if extra is not None:
+            cand = [(a, b) for a, b in cand if extra(objs[a], objs[b])]
+        if not cand:
+            raise ModelError(f"CollisionWorld: no collision pair left to watch in mechanism {self.mech.name!r} "
+                             f"(check pairs= and filter=)")
+        return cand
+
+    def __len__(self) -> int:
+        return len(self.pair_indices)
+
+    def pair_names(self) -> list[tuple[str, str]]:
+        """(geometry a, geometry b) for each watched pair, in guard order."""
+        return list(self.names)
+
+    # -------------------------------------------------------- evaluation
+    def _place(self, q: np.ndarray, jacobians: bool) -> None:
+        if self._q_key is None or not np.array_equal(self._q_key, q):
+            pin.forwardKinematics(self.model, self.data, q)
+            pin.updateGeometryPlacements(self.model, self.data, self.gmodel, self.gdata)
+            self._q_key = np.array(q, copy=True)
+            self._jac_done = False
+        if jacobians and not self._jac_done:
+            pin.computeJointJacobians(self.model, self.data, q)
+            self._jac_done = True
+
+    def distances(self, q: np.ndarray | None = None) -> np.ndarray:
+        """Signed distance (m) of every watched pair at configuration q (default the mechanism's)."""
+        q = self.mech._q if q is None else q
+        self._place(q, False)
+        gm, gd = self.gmodel, self.gdata
+        return np.array([pin.computeDistance(gm, gd, k).min_distance for k in range(len(self.pair_indices))])
+
+    def point_jacobian(self, joint: int, point: np.ndarray) -> np.ndarray:
+        """3 x nv Jacobian of the velocity (m/s, world axes) of a point (world, m) fixed to a joint."""
+        if joint == 0:
+            return np.zeros((3, self.model.nv))
+        local = self.data.oMi[joint].actInv(pin.SE3(np.eye(3), np.asarray(point, dtype=float)))
+        return pin.getFrameJacobian(self.model, self.data, joint, pin.SE3(np.eye(3), local.translation), LWA)[:3]
+
+    def contacts(self, q: np.ndarray | None = None, v: np.ndarray | None = None,
+                 which: Iterable[int] | None = None, jacobians: bool = True) -> list[Contact]:
+        """Contact records of the watched pairs (all, or the indices in ``which``) at (q, v).
+
+        Args:
+            q: configuration (nq,); default the mechanism's.
+            v: velocity (nv,) for the normal velocities; default the mechanism's.
+            which: pair indices to evaluate; default all.
+            jacobians: also build each pair's normal Jacobian row and normal velocity.
+        """
+        q = self.mech._q if q is None else q
+        v = self.mech._v if v is None else v
+        self._place(q, jacobians)
+        gm, gd = self.gmodel, self.gdata
+        out = []
+        for k in (range(len(self.pair_indices)) if which is None else which):
+            k = int(k)
+            res = pin.computeDistance(gm, gd, k)
+            pa, pb = np.array(res.getNearestPoint1()), np.array(res.getNearestPoint2())
+            n = np.array(res.normal, dtype=float)
+            nn = np.linalg.norm(n)
+            n = n / nn if nn > 0 else n
+            c = Contact(k, *self.names[k], *self.bodies[k], float(res.min_distance), pa, pb, n)
+            if jacobians:
+                ja, jb = self.joints[k]
+                J = n @ (self.point_jacobian(jb, pb) - self.point_jacobian(ja, pa))
+                c.jacobian = J
+                c.normal_velocity = float(J @ v)
+            out.append(c)
+        return out
+
+    def jacobian(self, contacts: Sequence[Contact]) -> np.ndarray:
+        """Stack of the contacts' normal Jacobian rows (k, nv)."""
+        if not contacts:
+            return np.zeros((0, self.model.nv))
+        return np.vstack([c.jacobian for c in contacts])
+
+    def time_to_contact(self, q: np.ndarray, v: np.ndarray, safety: float = 0.5,
+                        velocity_tolerance: float = 1e-9) -> float:
+        """A step (s) short enough that no sign change of a pair's distance can be missed.
+
+        - Approaching pair at distance d > 0, closing at c = -J_n v > 0: ``safety * (d + w) / c``
+          with w the sum of the two shapes' half-thicknesses (smallest half-extents of their
+          local bounding boxes): in such a step the pair either stays apart or ends
+          overlapping, so the crossing is seen (anti-tunnelling).
+        - Separating pair still overlapping (d <= 0, J_n v > velocity_tolerance), e.g. just
+          after an impact: ``2 |d| / (J_n v)``, so that a step ends once the pair is apart
+          again and a later return to contact is a visible crossing (a ball bouncing back
+          down within one long step would otherwise be missed).
+        """
+        best = np.inf
+        d = self.distances(q)
+        which = np.flatnonzero((d <= 0.0) | np.isfinite(self.thickness))  # half-spaces cannot be tunnelled
+        for c in self.contacts(q, v, which=which):
+            u = c.normal_velocity
+            if c.distance > 0.0 and u < 0.0:
+                w = self.thickness[c.index]
+                best = min(best, safety * (c.distance + w) / -u)
+            elif c.distance <= 0.0 and u > velocity_tolerance:
+                best = min(best, 2.0 * -c.distance / u)
+        return best
+
+
+def _half_thickness(geometry) -> float:
+    """Smallest half-extent (m) of a shape's local bounding box (inf for half-spaces)."""
+    try:
+        geometry.computeLocalAABB()
+        lo, hi = np.asarray(geometry.aabb_local.min_), np.asarray(geometry.aabb_local.max_)
+    except Exception:  # shapes without a bounding box: no thickness credit
+        return 0.0
+    ext = 0.5 * hi - 0.5 * lo
+    if not np.all(np.isfinite(ext)) or np.any(ext > 1e300):
+        return np.inf
+    return float(max(ext.min(), 0.0))
