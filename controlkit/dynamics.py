@@ -10,7 +10,37 @@ import time as _time
 import numpy as np
 
 from .equations import EquationSet, build_problem
+from .expressions import Const
 from .solver import Solution, solve
+
+
+def _held_torques(mech, eqs: EquationSet) -> np.ndarray | None:
+    """The torque vector when the statements are only constant torque assignments, else None.
+
+    Programs' direct assignments are held constants (zero-order hold), so forward
+    dynamic control needs no assembly at all; the vector is cached per statement version.
+    """
+    if eqs.equations or eqs.costs or eqs.inequalities:
+        return None
+    cache = getattr(eqs, "_held", None)
+    if cache is not None and cache[0] == eqs.version and cache[1] is mech:
+        return cache[2]
+    tau = np.zeros(mech.ntau)
+    seen = np.zeros(mech.ntau, dtype=bool)
+    for asg in eqs.assignments.values():
+        cols = getattr(asg.quantity, "tau_columns_of", None)
+        if cols is None or not isinstance(asg.value, Const):
+            eqs._held = (eqs.version, mech, None)
+            return None
+        c = cols(mech)
+        val = asg.value.value
+        if seen[c].any() or val.size not in (1, len(c)):
+            eqs._held = (eqs.version, mech, None)  # let the general path report the conflict
+            return None
+        seen[c] = True
+        tau[c] = val if val.size == len(c) else val[0]
+    eqs._held = (eqs.version, mech, tau)
+    return tau
 
 
 def evaluate(mech, eqs: EquationSet, t: float, q: np.ndarray, v: np.ndarray,
@@ -29,12 +59,16 @@ def evaluate(mech, eqs: EquationSet, t: float, q: np.ndarray, v: np.ndarray,
     t0 = _time.perf_counter()
     mech.set_state(q, v, check=check)
     M, h = mech.dynamics()
-    if not mech.constraints and eqs.is_empty():
-        # lean path: nothing but the motion equations, passive joints -> M a = f_ext - h
+    tau = None if mech.constraints else _held_torques(mech, eqs)
+    if tau is not None:
+        # lean path: only the motion equations and torques known now -> M a = S^T tau + f_ext - h
         t1 = _time.perf_counter()
         rhs = -h if f_ext is None else f_ext - h
+        if mech.ntau:
+            rhs = rhs.copy()
+            rhs[mech.tau_index] += tau
         a = mech.mass_solve(rhs)
-        sol = Solution(np.concatenate([a, np.zeros(mech.ntau)]), a, np.zeros(mech.ntau), {}, "lean")
+        sol = Solution(np.concatenate([a, tau]), a, tau, {}, "lean")
         t2 = t3 = _time.perf_counter()
         p = None
     else:

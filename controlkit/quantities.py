@@ -235,6 +235,10 @@ class ControlTorque(_Unknown):
     def _cols(self, layout):
         return layout.tau.start + self.tcols
 
+    def tau_columns_of(self, mech) -> np.ndarray:
+        """Indices into the torque vector (ntau,) this quantity assigns."""
+        return self.tcols
+
     def position(self, mech):
         return mech.solution.tau[self.tcols].copy()
 
@@ -284,6 +288,10 @@ class ControlTorques(_Unknown):
 
     def _cols(self, layout):
         return np.arange(layout.tau.start, layout.tau.stop)
+
+    def tau_columns_of(self, mech) -> np.ndarray:
+        """Indices into the torque vector (ntau,) this quantity assigns: all of them."""
+        return np.arange(mech.ntau)
 
     def position(self, mech):
         return mech.solution.tau.copy()

@@ -358,7 +358,7 @@ class Simulator:
             for s, g, mask in fired:
                 if s.kind == kind:
                     g1 = s.guards(self, self.t, self.q, self.v)
-                    s.handle(self, self.t, np.flatnonzero(mask & (g1 <= 0) | mask))
+                    s.handle(self, self.t, np.flatnonzero(mask & (g1 <= 0)))
             if kind == VELOCITY:
                 self.solve_now()
         self._restart = True
