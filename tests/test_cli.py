@@ -75,3 +75,11 @@ def test_run_executes_a_users_script(tmp_path):
         "    return Scenario('mine', 'four-bar', sim, 0.1, summary=lambda r: f'samples {len(r)}')\n")
     p = run("run", str(script), "--integrator", "semi_implicit_euler")
     assert "samples 51" in p.stdout
+
+
+def test_the_coroutine_example_is_short_and_reaches_its_phase_change(tmp_path):
+    from pathlib import Path
+    src = Path(__file__).resolve().parents[1] / "examples" / "ur5_phases.py"
+    assert len(src.read_text().splitlines()) < 40
+    p = run("demo", "ur5_phases", "--seconds", "1.2", "--out", str(tmp_path))
+    assert "control" in p.stdout  # the until() condition fired and was logged as a control event
