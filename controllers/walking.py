@@ -2,20 +2,67 @@
 
 Read it next to Fig. 6.9. The cycle has six phases — swing the right leg, land
 the right foot, lift the left foot, swing the left leg, land the left foot, lift the
-right foot — written once for a ``swing`` and a ``stance`` leg that trade places.
-Each phase adds the thesis' control equations (Fig. 6.4) and waits with ``until``
-for the condition that ends it; the simulator isolates that moment as a control
-event. A quadratic cost (Fig. 6.8) fixes what the equations leave free.
+right foot — written once in :func:`walk` for a ``swing`` and a ``stance`` leg that
+trade places after every step. Each phase adds the thesis' control equations
+(Fig. 6.4) and waits with ``until`` for the condition that ends it; the simulator
+isolates that moment as a control event. A quadratic cost (Fig. 6.8) fixes what the
+equations leave free.
 
 Feet are held as in the thesis ("magnetic shoes"): a planted foot, or its toe
-segment during take-off, is welded to the ground until the program releases it.
-At heel strike the heel is pinned and the foot turned flat before it is welded
-(a small concurrent program, ``plant_foot``), because the thesis' strike
-orientation lands the foot toes-up.
+segment during take-off, is welded to the ground by a constraint that the program
+puts on and takes off explicitly.
 
-Coordinates: x forward, y left, z up (the thesis has y up; its lateral axis
-(0 0 1) is our y). Thesis joint angles count 180 deg as a straight knee; ours count
-flexion from straight: 175 deg is 5 deg of flexion, 160 deg is 20 deg.
+Coordinates: x forward, y left, z up. The thesis has y up and its z axis to the
+walker's right, so its rotation "10 deg about (0 0 1)" (toes up) is our rotation of
+-10 deg about y. Thesis joint angles count 180 deg as a straight joint; ours count
+flexion from straight: the thesis' 175 deg knee is our 5 deg.
+
+Where we depart from the thesis, and why (each is marked "thesis:" or "ours" at its constant):
+
+1. Inside step. The literal Fig. 6.7 target, other heel + 20% of the hip-to-hip
+   vector, puts the feet 3.6 cm apart on our biped (hips 18 cm apart, feet 10 cm
+   wide): they overlap, and the swing foot crosses over. We read the fraction as how
+   far the foot steps inside its own hip line: other heel + (1 - 20%) x the sideways
+   part of hip-to-hip (feet 14.4 cm apart).
+2. Swing clearance. The quintic alone runs the heel from where it lifted straight to
+   its target on the ground, so the toes would pass through the floor and the leg,
+   reaching far and low, straightens its knee and folds it backwards. A lift of
+   ``SWING_CLEARANCE`` at mid-swing (zero, with its rates, at both ends) is added.
+3. Landing. The thesis stiffens the landing knee to 175 deg in 0.05 s; with the heel
+   trajectory removed, that knee drives the heel into the ground at about 4 m/s on
+   our legs. We hold the knee at the angle it has; the stance knee is straightened
+   to 175 deg at the start of every swing (as the thesis' START does).
+4. Heel strike. The thesis' shoes hold a touching foot level with forces and torques,
+   without an impact. Our shoe grips the foot with a momentum-consistent (plastic)
+   velocity jump — toe joint and foot held, so the light foot and toes do not whip
+   about the free ankle — then lets it turn flat about the heel (``TIME_TO_FLAT``) and
+   welds it. On a heel alone the biped could not hold its torso (a point support
+   leaves the torso's rotation about it free), so the trailing toes stay welded until
+   the landed foot is flat: take-off ends when the toe joint has passed 10 deg *and*
+   the other foot is flat.
+5. Take-off. The thesis flexes the trailing knee to 160 deg (20 deg); on our legs the
+   toe joint then never reaches 10 deg (nor at 25 deg). We flex it to ``TAKEOFF_KNEE``.
+6. Cost. The torso-centring term of Fig. 6.8 acts on the horizontal (x, y) position:
+   in 3D it would pull the torso down towards the feet. Its gains are garbled in the
+   scan; ours (``CENTRING_KP``, ``CENTRING_KV``) are stiff enough for the torso to keep
+   up with the feet (at half of them the swing leg falls out of reach).
+7. Torso orientation. Fig. 6.7 gives the torso the same rotation as the striking foot,
+   10 deg about the lateral axis, which taken literally leans it 10 deg backwards; we
+   lean it forwards, as a walker does (``TORSO_ORIENTATION``).
+8. Knee heading (``KNEE_FORWARD_TIME``). Spherical hips and ankles leave each leg free
+   to swivel about its hip-ankle line. The thesis' cost minimizes accelerations, so it
+   never damps a swivel once started (an impact starts one): a nearly straight stance
+   leg then spins faster and faster about its axis. A PD keeps each knee's axis square
+   to the walking direction (knee pointing forward), one equation per leg.
+9. Time constants. The knee PDs use the thesis' T = -dt / ln 0.01; the orientation
+   and toe PDs the library's default (1% from rest at dt, T = dt / 6.64): with the
+   thesis' value the torso, jolted at every heel strike, yaws up to 13 deg.
+10. No floor. As in the thesis, the feet meet the floor only through the shoes. Take-off
+   starts while the body still sinks onto the landed leg, so for about 20 ms the
+   trailing heel dips up to 3.5 mm below the floor before it rises. (A floor that
+   pushes — a unilateral heel contact — would prevent it; a kinematic inequality on
+   the heel's height, having no floor force, makes the actuators hold it up instead,
+   with torques of 10^4 N m.)
 """
 from __future__ import annotations
 
@@ -24,28 +71,40 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from controlkit.expressions import acc
-from controllers.primitives import Quintic, orient_with_pd, rotation, set_angle_with_pd, track
+from controlkit.expressions import acc, pos, vel
+from controlkit.quantities import Quantity
+from controlkit.vec3 import cross
+from controllers.primitives import Quintic, orient_with_pd, pd_time_constant, rotation, set_angle_with_pd, track
 
-# ---------------------------------------------------------------- Fig. 6.7
+__all__ = ["walk", "Leg", "move_heel_to_target", "initialize", "BODIES", "KneeHeading", "BodyAccelerations"]
+
+# ------------------------------------------------------------------ Fig. 6.7
 TIME_IN_AIR = 0.5                          # s
 STRIDE = 0.5                               # m
 DIRECTION = np.array([1.0, 0.0, 0.0])      # walking direction
-INSIDE_STEP_FRACTION = 0.20                # of the hip-to-hip vector
-HEEL_VERTICAL_STRIKE_SPEED = -0.05         # m/s (the thesis' heel-Y strike speed)
+INSIDE_STEP_FRACTION = 0.20                # thesis: other heel + 20% of hip-to-hip; ours: + (1 - 20%) (note 1)
+HEEL_VERTICAL_STRIKE_SPEED = -0.05         # m/s (the thesis' heel-Y strike speed: Y is up there)
 HEEL_FORWARD_STRIKE_SPEED = 0.02           # m/s (heel-X strike speed, along DIRECTION)
 FOOT_STRIKE_ORIENTATION = rotation(-10.0, (0, 1, 0))  # 10 deg about the lateral axis: toes up
-TORSO_ORIENTATION = rotation(10.0, (0, 1, 0))         # 10 deg about the lateral axis: leaning forward
+TORSO_ORIENTATION = rotation(10.0, (0, 1, 0))         # thesis: the same rotation as the foot (note 7): leaning forward
+
+# ------------------------------------------------------------------ Fig. 6.9
 STANCE_KNEE = math.radians(5.0)            # the thesis' 175 deg
-TAKEOFF_KNEE = math.radians(40.0)          # the thesis has 160 deg (20 of flexion); our legs need 40
+TAKEOFF_KNEE = math.radians(40.0)          # thesis: 160 deg, 20 deg of flexion (note 5)
 TOE_STRAIGHT = 0.0                         # the thesis' 180 deg
 TOE_LIFTED = math.radians(10.0)            # take-off ends when the toe joint passes this
 CLOSE_TO_TARGET = 0.01                     # m
-FLAT = math.radians(0.5)                   # a landing foot counts as flat within this
-SWING_CLEARANCE = 0.06                     # m: heel lift at mid-swing (ours: the thesis' quintic
-                                           # alone keeps a heel that starts on the ground on it)
-# Fig. 6.8: the torso-centring term between the feet (gains garbled in the scan: ours)
-CENTRING_WEIGHT, CENTRING_KP, CENTRING_KV = 20.0, 25.0, 10.0
+
+# ------------------------------------------------------------------ ours
+SWING_CLEARANCE = 0.06                     # m: heel lift at mid-swing (note 2)
+FLAT = math.radians(0.1)                   # a landing foot counts as flat within this (rad)
+TIME_TO_FLAT = 0.05                        # s: the shoe turns a landing foot flat about its heel
+CENTRING_WEIGHT = 20.0                     # Fig. 6.8's weight of the torso-centring term
+CENTRING_KP, CENTRING_KV = 25.0, 10.0      # 1/s^2, 1/s (note 6)
+KNEE_FORWARD_TIME = 0.1                    # s: PD keeping each knee pointing forward (note 8)
+
+#: the bodies whose accelerations the cost of Fig. 6.8 keeps small
+BODIES = ("torso", "thigh_l", "shank_l", "foot_l", "toe_l", "thigh_r", "shank_r", "foot_r", "toe_r")
 
 
 @dataclass
@@ -59,88 +118,82 @@ class Leg:
         self.foot, self.toe_segment = f"foot_{s}", f"toe_{s}"
         self.heel, self.hip = f"foot_{s}.heel", f"torso.hip_{s}"
         self.knee, self.toe_joint = f"knee_{s}", f"toe_joint_{s}"
+        # control equations (Fig. 6.4)
         self.heel_traj, self.foot_orientation = f"{s}-heel-traj", f"{s}-foot-orientation"
         self.knee_angle, self.toe_angle = f"{s}-knee-angle", f"{s}-toe-angle"
+        # the magnetic shoe's constraints
         self.shoe, self.toe_shoe, self.heel_pin = f"{s}-shoe", f"{s}-toe-shoe", f"{s}-heel-pin"
+        self.knee_forward = f"{s}-knee-forward"  # ours (note 8)
 
 
+# ------------------------------------------------------------------ Fig. 6.9
+def walk(ctl, steps: int | None = None):
+    """The walking program of Fig. 6.9, from standing on both feet.
+
+    ``steps`` limits the number of steps (default: walk on); after the last one the
+    biped stands on both feet and the program ends.
+    """
+    left, right = Leg("l"), Leg("r")
+    put_on_shoe(ctl, left)
+    put_on_shoe(ctl, right)
+    initialize(ctl)  # the cost of Fig. 6.8
+    keep_knee_forward(ctl, left)  # note 8
+    keep_knee_forward(ctl, right)
+    # START
+    orient_with_pd(ctl, "torso-constraint", "torso", TORSO_ORIENTATION, 2.0)
+    take_off_shoe(ctl, right)
+    swing, stance = right, left
+    taken = 0
+    while True:
+        # R-SWING: the swing-phase equations of Fig. 6.4
+        target = move_heel_to_target(ctl, swing, stance)
+        stiffen_knee(ctl, stance, STANCE_KNEE, 0.1)
+        orient_with_pd(ctl, swing.foot_orientation, swing.foot, FOOT_STRIKE_ORIENTATION, TIME_IN_AIR)
+        set_angle_with_pd(ctl, swing.toe_angle, swing.toe_joint, TOE_STRAIGHT, TIME_IN_AIR)
+        yield ctl.until(lambda: distance_to_target(ctl, swing, target) < CLOSE_TO_TARGET,
+                        label=f"{swing.heel} near target")
+
+        # R-LANDING: the leading leg is stiffened as the foot nears the ground
+        ctl.remove(swing.heel_traj)
+        stiffen_knee(ctl, swing, joint_angle(ctl, swing.knee), 0.05)  # thesis: 175 deg (note 3)
+        yield ctl.until(lambda: heel_has_touched(ctl, swing), label=f"{swing.heel} touched")
+        taken += 1
+        ctl.log("heel strike", foot=swing.foot, target=target.tolist(), heel=position(ctl, swing.heel).tolist())
+        ctl.remove(swing.foot_orientation, swing.toe_angle)
+        grip_heel(ctl, swing)  # the shoe takes the heel and turns the foot flat (note 4)
+        if steps is not None and taken >= steps:
+            yield ctl.until(lambda: foot_is_flat(ctl, swing), label=f"{swing.foot} flat")
+            lay_foot_flat(ctl, swing)
+            return  # standing on both feet
+
+        # L-TAKEOFF: the trailing knee flexes, its heel lifts, its toes stay on the ground
+        ctl.remove(stance.knee_angle)
+        lift_heel(ctl, stance)
+        stiffen_knee(ctl, stance, TAKEOFF_KNEE, 0.1)  # thesis: 160 deg (note 5)
+        yield ctl.until(lambda: foot_is_flat(ctl, swing), label=f"{swing.foot} flat")
+        lay_foot_flat(ctl, swing)
+        yield ctl.until(lambda: joint_angle(ctl, stance.toe_joint) > TOE_LIFTED, label=f"{stance.toe_joint} lifted")
+        ctl.remove(stance.knee_angle)
+        leave_ground(ctl, stance)
+
+        # L-SWING, L-LANDING, R-TAKEOFF: the same with the legs' roles exchanged
+        swing, stance = stance, swing
+
+
+# ------------------------------------------------------------------ quantities
 def position(ctl, frame: str) -> np.ndarray:
     """World position (m) of a frame now."""
     return ctl.value(ctl.point(frame))
 
 
-def move_heel_to_target(ctl, leg: Leg, other: Leg) -> np.ndarray:
-    """Fig. 6.7: a quintic for the swing heel to one stride past the other heel; returns the target."""
-    hip_to_hip = position(ctl, leg.hip) - position(ctl, other.hip)
-    target_x = position(ctl, other.heel) + STRIDE * DIRECTION + INSIDE_STEP_FRACTION * hip_to_hip
-    target_x[2] = 0.0  # on the ground
-    target_v = HEEL_VERTICAL_STRIKE_SPEED * np.array([0.0, 0.0, 1.0]) + HEEL_FORWARD_STRIKE_SPEED * DIRECTION
-    heel = ctl.point(leg.heel)
-    path = SwingPath(Quintic(ctl.value(heel), ctl.velocity(heel), target_x, target_v, ctl.t, TIME_IN_AIR))
-    track(ctl, leg.heel_traj, heel, path, TIME_IN_AIR)
-    return target_x
+def heel_has_touched(ctl, leg: Leg) -> bool:
+    """The heel reached the ground (z <= 0)."""
+    return position(ctl, leg.heel)[2] <= 0.0
 
 
-class SwingPath:
-    """The heel's quintic plus a lift of SWING_CLEARANCE at mid-swing (zero at both ends, with its rates)."""
-
-    def __init__(self, quintic: Quintic):
-        self.q = quintic
-
-    def __call__(self, t: float):
-        p, v, a = self.q(t)
-        T = self.q.dt
-        s = min(max((t - self.q.t0) / T, 0.0), 1.0)
-        h = 16.0 * SWING_CLEARANCE  # 16 s^2 (1 - s)^2 peaks at 1 for s = 1/2
-        bump = h * s * s * (1 - s) ** 2
-        dbump = h * (2 * s - 6 * s**2 + 4 * s**3) / T
-        ddbump = h * (2 - 12 * s + 12 * s**2) / T**2 if 0.0 < s < 1.0 else 0.0
-        e = np.array([0.0, 0.0, 1.0])
-        return p + bump * e, v + dbump * e, a + ddbump * e
-
-
-def initialize(ctl, bodies: list[str]) -> None:
-    """Fig. 6.8: the quadratic cost — every body's accelerations, plus the torso kept between the feet."""
-    for b in bodies:
-        ctl.add_cost(f"{b} acceleration", acc(ctl.point(b)))
-        ctl.add_cost(f"{b} angular acceleration", acc(ctl.orientation(b)))
-    torso, lf, rf = ctl.point("torso"), ctl.point("foot_l"), ctl.point("foot_r")
-    horizontal = np.array([[1.0, 0, 0], [0, 1.0, 0]])
-
-    def between_feet(t):
-        mid = 0.5 * (ctl.value(lf) + ctl.value(rf)) - ctl.value(torso)
-        mid_v = 0.5 * (ctl.velocity(lf) + ctl.velocity(rf)) - ctl.velocity(torso)
-        return horizontal @ (CENTRING_KP * mid + CENTRING_KV * mid_v)
-
-    ctl.add_cost("torso centring", horizontal @ acc(torso) - between_feet, CENTRING_WEIGHT)
-
-
-def plant_foot(leg: Leg):
-    """A program: pin the heel where it touched, turn the foot flat, then weld it (the magnetic shoe)."""
-
-    def program(ctl):
-        ctl.remove(leg.foot_orientation)  # the strike orientation
-        ctl.weld(leg.heel_pin, leg.heel, kind="point")
-        orient_with_pd(ctl, leg.foot_orientation, leg.foot, np.eye(3), 0.15)
-        yield ctl.until(lambda: foot_tilt(ctl, leg) < FLAT, label=f"{leg.foot} flat")
-        ctl.remove(leg.foot_orientation, leg.toe_angle)
-        ctl.release(leg.heel_pin)
-        put_on_shoe(ctl, leg)
-
-    program.__name__ = f"plant_{leg.foot}"
-    return program
-
-
-def put_on_shoe(ctl, leg: Leg) -> None:
-    """Weld the foot to the ground where it is, and hold its toe joint."""
-    ctl.weld(leg.shoe, leg.foot)
-    ctl.hold_angle(leg.toe_shoe, leg.toe_joint)
-
-
-def take_off_shoe(ctl, leg: Leg) -> None:
-    """Release both welds of a shoe."""
-    ctl.release(leg.shoe)
-    ctl.release(leg.toe_shoe)
+def joint_angle(ctl, joint: str) -> float:
+    """A one-dof joint's angle (rad) now."""
+    return float(ctl.value(ctl.angle(joint))[0])
 
 
 def foot_tilt(ctl, leg: Leg) -> float:
@@ -149,50 +202,178 @@ def foot_tilt(ctl, leg: Leg) -> float:
     return math.acos(min(1.0, R[2, 2]))
 
 
-def heel_has_touched(ctl, leg: Leg) -> bool:
-    """The heel reached the ground (z <= 0)."""
-    return position(ctl, leg.heel)[2] <= 0.0
+def foot_is_flat(ctl, leg: Leg) -> bool:
+    """The foot's sole is level with the ground, within FLAT."""
+    return foot_tilt(ctl, leg) < FLAT
 
 
-def stiffen(ctl, leg: Leg, flexion: float, dt: float) -> None:
-    """set-angle-with-PD on a knee, replacing the knee's previous PD (rad, s)."""
+class KneeHeading(Quantity):
+    """How far a knee's axis turns out of the lateral direction: (knee axis) . DIRECTION (1).
+
+    Zero when the knee points along the walking direction; the leg's swivel about its
+    hip-ankle line changes it, so a PD on it fixes that swivel (note 8).
+    """
+
+    size, unit = 1, ""
+
+    def __init__(self, mech, thigh: str):
+        self.fid = mech.frame_id(thigh)
+        self.name = f"{thigh} knee heading"
+        self._version = -1
+
+    def _update(self, mech):
+        if self._version != mech._version:
+            y = mech.kinematics().oMf[self.fid].rotation[:, 1]  # the knee turns about the thigh's y
+            w = mech.frame_velocity(self.fid).angular
+            dw = mech.frame_drift(self.fid)[3:]
+            n = cross(y, DIRECTION)  # d/dt (y . d) = (w x y) . d = w . (y x d)
+            self._c = np.array([y @ DIRECTION])
+            self._rate = np.array([w @ n])
+            self._J = (n @ mech.frame_jacobian(self.fid)[3:])[None, :]
+            # d2/dt2 (y . d) = (dw x y + w x (w x y)) . d
+            self._drift = np.array([dw @ n + (w @ y) * (w @ DIRECTION) - (w @ w) * (y @ DIRECTION)])
+            self._version = mech._version
+
+    def position(self, mech):
+        self._update(mech)
+        return self._c
+
+    def velocity(self, mech):
+        self._update(mech)
+        return self._rate
+
+    def jacobian(self, mech):
+        self._update(mech)
+        return self._J
+
+    def drift(self, mech):
+        self._update(mech)
+        return self._drift
+
+
+class BodyAccelerations(Quantity):
+    """Translational and angular accelerations of several bodies' origins, stacked (6 per body).
+
+    One quantity for the whole sum of Fig. 6.8 (one block of cost rows instead of one per body).
+    """
+
+    unit = "m, rad"
+
+    def __init__(self, mech, bodies):
+        self.bodies = list(bodies)
+        self.fids = [mech.frame_id(b) for b in self.bodies]
+        self.size = 6 * len(self.fids)
+        self.name = "accelerations of " + ", ".join(self.bodies)
+
+    def jacobian(self, mech):
+        return np.vstack([mech.frame_jacobian(f) for f in self.fids])
+
+    def drift(self, mech):
+        return np.concatenate([mech.frame_drift(f) for f in self.fids])
+
+
+# ------------------------------------------------------------------ Fig. 6.7
+def move_heel_to_target(ctl, leg: Leg, other: Leg) -> np.ndarray:
+    """Fig. 6.7: a quintic for the swing heel to one stride past the other heel; returns the target (m)."""
+    hip_to_hip = position(ctl, leg.hip) - position(ctl, other.hip)
+    sideways = hip_to_hip - (hip_to_hip @ DIRECTION) * DIRECTION
+    sideways[2] = 0.0
+    target_x = position(ctl, other.heel) + STRIDE * DIRECTION + (1.0 - INSIDE_STEP_FRACTION) * sideways
+    target_x[2] = 0.0  # on the ground
+    target_v = HEEL_VERTICAL_STRIKE_SPEED * np.array([0.0, 0.0, 1.0]) + HEEL_FORWARD_STRIKE_SPEED * DIRECTION
+    heel = ctl.point(leg.heel)
+    quintic = Quintic(ctl.value(heel), ctl.velocity(heel), target_x, target_v, ctl.t, TIME_IN_AIR)
+    track(ctl, leg.heel_traj, heel, SwingPath(quintic), TIME_IN_AIR)
+    return target_x
+
+
+class SwingPath:
+    """The heel's quintic plus a lift of SWING_CLEARANCE at mid-swing (zero, with its rate and
+    acceleration, at both ends; note 2)."""
+
+    def __init__(self, quintic: Quintic):
+        self.quintic = quintic
+
+    def __call__(self, t: float):
+        p, v, a = self.quintic(t)
+        T = self.quintic.dt
+        s = min(max((t - self.quintic.t0) / T, 0.0), 1.0)
+        h = 16.0 * SWING_CLEARANCE  # 16 s^2 (1 - s)^2 peaks at 1 for s = 1/2
+        lift = h * s * s * (1 - s) ** 2
+        rate = h * (2 * s - 6 * s**2 + 4 * s**3) / T
+        accel = h * (2 - 12 * s + 12 * s**2) / T**2 if 0.0 < s < 1.0 else 0.0
+        up = np.array([0.0, 0.0, 1.0])
+        return p + lift * up, v + rate * up, a + accel * up
+
+
+def distance_to_target(ctl, leg: Leg, target: np.ndarray) -> float:
+    """Distance (m) of the heel from its target."""
+    return float(np.linalg.norm(position(ctl, leg.heel) - target))
+
+
+# ------------------------------------------------------------------ Fig. 6.8
+def initialize(ctl, bodies=BODIES) -> None:
+    """Fig. 6.8: the quadratic cost — every body's accelerations, plus the torso kept between the feet."""
+    ctl.add_cost("body accelerations", acc(BodyAccelerations(ctl.mech, bodies)))
+    torso, lf, rf = ctl.point("torso"), ctl.point("foot_l"), ctl.point("foot_r")
+    horizontal = np.array([[1.0, 0, 0], [0, 1.0, 0]])
+
+    def F(t):
+        mid = 0.5 * (ctl.value(lf) + ctl.value(rf)) - ctl.value(torso)
+        mid_v = 0.5 * (ctl.velocity(lf) + ctl.velocity(rf)) - ctl.velocity(torso)
+        return horizontal @ (CENTRING_KP * mid + CENTRING_KV * mid_v)
+
+    ctl.add_cost("torso centring", horizontal @ acc(torso) - F, CENTRING_WEIGHT)
+
+
+# ------------------------------------------------------------------ the magnetic shoes
+def put_on_shoe(ctl, leg: Leg) -> None:
+    """Weld the foot to the ground where it is, and hold its toe joint."""
+    ctl.hold_angle(leg.toe_shoe, leg.toe_joint)
+    ctl.weld(leg.shoe, leg.foot)
+
+
+def take_off_shoe(ctl, leg: Leg) -> None:
+    """Release both welds of a shoe."""
+    ctl.release(leg.shoe)
+    ctl.release(leg.toe_shoe)
+
+
+def grip_heel(ctl, leg: Leg) -> None:
+    """Heel strike (note 4): the shoe stops the foot and its toes, then lets the foot turn about the heel."""
+    put_on_shoe(ctl, leg)  # the impact: a velocity jump of the stiffened foot
+    ctl.release(leg.shoe)
+    ctl.weld(leg.heel_pin, leg.heel, kind="point")
+    orient_with_pd(ctl, leg.foot_orientation, leg.foot, np.eye(3), TIME_TO_FLAT)
+
+
+def lay_foot_flat(ctl, leg: Leg) -> None:
+    """The gripped foot is flat: weld it where it is (the shoe is on)."""
+    ctl.remove(leg.foot_orientation)
+    ctl.release(leg.heel_pin)
+    ctl.weld(leg.shoe, leg.foot)
+
+
+def lift_heel(ctl, leg: Leg) -> None:
+    """Take-off: the shoe lets go of the foot but holds its toe segment."""
+    take_off_shoe(ctl, leg)
+    ctl.weld(leg.toe_shoe, leg.toe_segment)
+
+
+def leave_ground(ctl, leg: Leg) -> None:
+    """End of take-off: the shoe lets go of the toes."""
+    ctl.release(leg.toe_shoe)
+
+
+def keep_knee_forward(ctl, leg: Leg) -> None:
+    """A PD holding the knee's axis square to the walking direction (fixes the leg's swivel, note 8)."""
+    k = KneeHeading(ctl.mech, f"thigh_{leg.side}")
+    T = pd_time_constant(KNEE_FORWARD_TIME)
+    ctl.add_equation(leg.knee_forward, acc(k) + (2.0 / T) * vel(k) + (1.0 / T**2) * pos(k) == 0)
+
+
+def stiffen_knee(ctl, leg: Leg, flexion: float, dt: float) -> None:
+    """set-angle-with-PD on a knee (rad, s), replacing the knee's previous PD."""
     if ctl.has(leg.knee_angle):
         ctl.remove(leg.knee_angle)
     set_angle_with_pd(ctl, leg.knee_angle, leg.knee, flexion, dt, thesis_time_constant=True)
-
-
-def walk(ctl, steps: int | None = None):
-    """The walking program of Fig. 6.9; ``steps`` limits the number of steps (default: walk on)."""
-    left, right = Leg("l"), Leg("r")
-    put_on_shoe(ctl, left)
-    put_on_shoe(ctl, right)
-    initialize(ctl, ["torso", "thigh_l", "shank_l", "foot_l", "toe_l", "thigh_r", "shank_r", "foot_r", "toe_r"])
-    # START
-    orient_with_pd(ctl, "torso-constraint", "torso", TORSO_ORIENTATION, 2.0)
-    take_off_shoe(ctl, right)
-    swing, stance = right, left
-    taken = 0
-    while steps is None or taken < steps:
-        # SWING
-        target = move_heel_to_target(ctl, swing, stance)
-        stiffen(ctl, stance, STANCE_KNEE, 0.1)
-        orient_with_pd(ctl, swing.foot_orientation, swing.foot, FOOT_STRIKE_ORIENTATION, TIME_IN_AIR)
-        set_angle_with_pd(ctl, swing.toe_angle, swing.toe_joint, TOE_STRAIGHT, TIME_IN_AIR)
-        yield ctl.until(lambda: np.linalg.norm(position(ctl, swing.heel) - target) < CLOSE_TO_TARGET,
-                        label=f"{swing.heel} near target")
-        # LANDING: the leading leg is stiffened as the foot nears the ground
-        ctl.remove(swing.heel_traj)
-        stiffen(ctl, swing, ctl.value(ctl.angle(swing.knee))[0], 0.05)
-        yield ctl.until(lambda: heel_has_touched(ctl, swing), label=f"{swing.heel} touched")
-        ctl.log("heel strike", foot=swing.foot, target=target.tolist(), heel=position(ctl, swing.heel).tolist())
-        taken += 1
-        ctl.start(plant_foot(swing))
-        # TAKEOFF of the stance leg: the heel lifts, the toes stay on the ground
-        take_off_shoe(ctl, stance)
-        ctl.weld(stance.toe_shoe, stance.toe_segment)
-        stiffen(ctl, stance, TAKEOFF_KNEE, 0.1)
-        yield ctl.until(lambda: ctl.value(ctl.angle(stance.toe_joint))[0] > TOE_LIFTED,
-                        label=f"{stance.toe_joint} lifted")
-        ctl.remove(stance.knee_angle)
-        ctl.release(stance.toe_shoe)
-        swing, stance = stance, swing
