@@ -114,6 +114,11 @@ def _cmd_replay(args) -> int:
     return 0
 
 
+def _cmd_compare(args) -> int:
+    from sim.compare import main as compare_main
+    return compare_main([args.task, *args.rest])
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="controlkit", description="Control programming for robots and bipeds.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -146,6 +151,12 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--html", required=True, help="output HTML file")
     rp.add_argument("--fps", type=float, default=30.0, help="frames per simulated second")
     rp.set_defaults(fn=_cmd_replay)
+    c = sub.add_parser("compare", help="one task under inverse, computed-torque and joint-PD control",
+                       description="Run one task under inverse dynamic control, computed torque at several "
+                                   "clocks (with and without model error) and joint PD; print a table, write plots.")
+    c.add_argument("task", help="redundant_arm, panda_circle or ur5_circle")
+    c.add_argument("rest", nargs=argparse.REMAINDER, help="options passed on (--out DIR, --duration S, ...)")
+    c.set_defaults(fn=_cmd_compare)
     return p
 
 
