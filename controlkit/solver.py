@@ -159,6 +159,14 @@ def solve(p: Problem, method: str = "auto") -> Solution:
         method: ``"auto"``; ``"qp"`` forces quadprog even for equality-only problems
             (for checking one method against the other).
     """
+    try:
+        return _solve(p, method)
+    except np.linalg.LinAlgError as exc:  # e.g. a diverged state: report it with the problem
+        raise SolverError(f"t = {p.time:.6g} s: linear algebra failed ({exc}); the state may have diverged.\n{p}",
+                          p, p.time) from exc
+
+
+def _solve(p: Problem, method: str) -> Solution:
     L = p.layout
     nv = L.nv
     if method == "auto" and not (p.costs or p.inequalities):

@@ -103,7 +103,10 @@ class Simulator:
 
     # ----------------------------------------------------------- derivative
     def _accel(self, t, q, v):
-        f = self.external_force(t, self.mech) if self.external_force is not None else None
+        f = None
+        if self.external_force is not None:
+            self.mech.set_state(q, v, check=False)  # the force may depend on the state evaluated
+            f = self.external_force(t, self.mech)
         try:
             return evaluate(self.mech, self.equations, t, q, v, f).a
         except SolverError as exc:
