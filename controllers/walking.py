@@ -35,7 +35,7 @@ Where we depart from the thesis, and why (each is marked "thesis:" or "ours" at 
 4. Heel strike. The thesis' shoes hold a touching foot level with forces and torques,
    without an impact. Our shoe grips the foot with a momentum-consistent (plastic)
    velocity jump — toe joint and foot held, so the light foot and toes do not whip
-   about the free ankle — then lets it turn flat about the heel (``TIME_TO_FLAT``) and
+   about the free ankle — then lets it turn flat about the heel in ``TIME_TO_FLAT`` and
    welds it. On a heel alone the biped could not hold its torso (a point support
    leaves the torso's rotation about it free), so the trailing toes stay welded until
    the landed foot is flat: take-off ends when the toe joint has passed 10 deg *and*
@@ -45,7 +45,7 @@ Where we depart from the thesis, and why (each is marked "thesis:" or "ours" at 
 6. Cost. The torso-centring term of Fig. 6.8 acts on the horizontal (x, y) position:
    in 3D it would pull the torso down towards the feet. Its gains are garbled in the
    scan; ours (``CENTRING_KP``, ``CENTRING_KV``) are stiff enough for the torso to keep
-   up with the feet (at half of them the swing leg falls out of reach).
+   up with the feet (at 9 1/s^2 and 6 1/s it lags, and the swing leg falls out of reach).
 7. Torso orientation. Fig. 6.7 gives the torso the same rotation as the striking foot,
    10 deg about the lateral axis, which taken literally leans it 10 deg backwards; we
    lean it forwards, as a walker does (``TORSO_ORIENTATION``).
@@ -58,11 +58,11 @@ Where we depart from the thesis, and why (each is marked "thesis:" or "ours" at 
    and toe PDs the library's default (1% from rest at dt, T = dt / 6.64): with the
    thesis' value the torso, jolted at every heel strike, yaws up to 13 deg.
 10. No floor. As in the thesis, the feet meet the floor only through the shoes. Take-off
-   starts while the body still sinks onto the landed leg, so for about 20 ms the
-   trailing heel dips up to 3.5 mm below the floor before it rises. (A floor that
-   pushes — a unilateral heel contact — would prevent it; a kinematic inequality on
-   the heel's height, having no floor force, makes the actuators hold it up instead,
-   with torques of 10^4 N m.)
+    starts while the body still sinks onto the landed leg, so for about 20 ms the
+    trailing heel dips up to 3.5 mm below the floor before it rises. (A floor that
+    pushes — a unilateral heel contact — would prevent it; a kinematic inequality on
+    the heel's height, having no floor force, makes the actuators hold it up instead,
+    with torques of 10^4 N m.)
 """
 from __future__ import annotations
 

@@ -10,6 +10,9 @@ Run: ``controlkit demo walking --seconds 4 --html --plot`` (or this file directl
 taken, heel-strike distances from their targets, heading drift, torso height spread,
 constraint errors.
 """
+import ctypes
+import os
+
 import numpy as np
 import pinocchio as pin
 
@@ -29,6 +32,7 @@ def build(integrator: str = "rk4", dt: float = 0.01, steps: int | None = None) -
         dt: integration step (s).
         steps: stop walking after this many steps (default: walk on).
     """
+    _single_threaded_blas()
     built = robots.biped()
     mech = built.mechanism
     record = {
@@ -128,6 +132,30 @@ def format_walking_statistics(s: dict) -> str:
     ]
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+# ------------------------------------------------------------------ one BLAS thread
+def _single_threaded_blas() -> None:
+    """Limit the OpenBLAS libraries already loaded (numpy's, scipy's) to one thread.
+
+    The matrices here are tiny (22 x 40); with OpenBLAS's default of one thread per core,
+    its threads spin and wait on each other and the walk runs about 5 x slower (scipy's
+    triangular solves in the weld projection take 2.5 ms instead of 10 us). Setting
+    ``OPENBLAS_NUM_THREADS=1`` before numpy loads does the same; the command line imports
+    numpy before this script, hence this call into the loaded libraries (Linux only; a
+    no-op elsewhere or when the variable is set).
+    """
+    if os.environ.get("OPENBLAS_NUM_THREADS") or not os.path.exists("/proc/self/maps"):
+        return
+    with open("/proc/self/maps") as maps:
+        libraries = {line.split()[-1] for line in maps if "openblas" in line.lower() and ".so" in line}
+    for path in libraries:
+        lib = ctypes.CDLL(path)
+        for symbol in ("openblas_set_num_threads", "scipy_openblas_set_num_threads",
+                       "scipy_openblas_set_num_threads64_", "openblas_set_num_threads64_"):
+            if hasattr(lib, symbol):
+                getattr(lib, symbol)(1)
+                break
 
 
 # ------------------------------------------------------------------ recorded quantities
