@@ -164,21 +164,20 @@ class JointAngle(Quantity):
         return np.zeros(1)
 
 
-class CenterOfMass(Quantity):
-    """Centre of mass (m, world) of the whole mechanism."""
+class CachedQuantity(Quantity):
+    """A quantity whose value, rate, Jacobian and drift are computed together once per state.
 
-    size, unit, name = 3, "m", "com"
+    Subclasses implement ``_evaluate(mech) -> (value, velocity, J, drift)``.
+    """
 
-    def __init__(self, mech):
-        self._version = -1
+    _version = -1
+
+    def _evaluate(self, mech):
+        raise NotImplementedError
 
     def _update(self, mech):
         if self._version != mech._version:
-            d = mech.kinematics()  # reuse the cached forward kinematics (with a = 0)
-            self._c = pin.centerOfMass(mech.model, d, pin.KinematicLevel.ACCELERATION, False).copy()
-            self._cv = d.vcom[0].copy()
-            self._drift = d.acom[0].copy()
-            self._J = pin.jacobianCenterOfMass(mech.model, d, False).copy()
+            self._c, self._cv, self._J, self._drift = self._evaluate(mech)
             self._version = mech._version
 
     def position(self, mech):
@@ -196,6 +195,21 @@ class CenterOfMass(Quantity):
     def drift(self, mech):
         self._update(mech)
         return self._drift
+
+
+class CenterOfMass(CachedQuantity):
+    """Centre of mass (m, world) of the whole mechanism."""
+
+    size, unit, name = 3, "m", "com"
+
+    def __init__(self, mech):
+        self._version = -1
+
+    def _evaluate(self, mech):
+        d = mech.kinematics()  # reuse the cached forward kinematics (with a = 0)
+        c = pin.centerOfMass(mech.model, d, pin.KinematicLevel.ACCELERATION, False).copy()
+        J = pin.jacobianCenterOfMass(mech.model, d, False).copy()
+        return c, d.vcom[0].copy(), J, d.acom[0].copy()
 
 
 class _Unknown(Quantity, Expr):

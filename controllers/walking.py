@@ -72,7 +72,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from controlkit.expressions import acc, pos, vel
-from controlkit.quantities import Quantity
+from controlkit.quantities import CachedQuantity, Quantity
 from controlkit.vec3 import cross
 from controllers.primitives import Quintic, orient_with_pd, pd_time_constant, rotation, set_angle_with_pd, track
 
@@ -207,7 +207,7 @@ def foot_is_flat(ctl, leg: Leg) -> bool:
     return foot_tilt(ctl, leg) < FLAT
 
 
-class KneeHeading(Quantity):
+class KneeHeading(CachedQuantity):
     """How far a knee's axis turns out of the lateral direction: (knee axis) . DIRECTION (1).
 
     Zero when the knee points along the walking direction; the leg's swivel about its
@@ -221,34 +221,15 @@ class KneeHeading(Quantity):
         self.name = f"{thigh} knee heading"
         self._version = -1
 
-    def _update(self, mech):
-        if self._version != mech._version:
-            y = mech.kinematics().oMf[self.fid].rotation[:, 1]  # the knee turns about the thigh's y
-            w = mech.frame_velocity(self.fid).angular
-            dw = mech.frame_drift(self.fid)[3:]
-            n = cross(y, DIRECTION)  # d/dt (y . d) = (w x y) . d = w . (y x d)
-            self._c = np.array([y @ DIRECTION])
-            self._rate = np.array([w @ n])
-            self._J = (n @ mech.frame_jacobian(self.fid)[3:])[None, :]
-            # d2/dt2 (y . d) = (dw x y + w x (w x y)) . d
-            self._drift = np.array([dw @ n + (w @ y) * (w @ DIRECTION) - (w @ w) * (y @ DIRECTION)])
-            self._version = mech._version
-
-    def position(self, mech):
-        self._update(mech)
-        return self._c
-
-    def velocity(self, mech):
-        self._update(mech)
-        return self._rate
-
-    def jacobian(self, mech):
-        self._update(mech)
-        return self._J
-
-    def drift(self, mech):
-        self._update(mech)
-        return self._drift
+    def _evaluate(self, mech):
+        y = mech.kinematics().oMf[self.fid].rotation[:, 1]  # the knee turns about the thigh's y
+        w = mech.frame_velocity(self.fid).angular
+        dw = mech.frame_drift(self.fid)[3:]
+        n = cross(y, DIRECTION)  # d/dt (y . d) = (w x y) . d = w . (y x d)
+        J = (n @ mech.frame_jacobian(self.fid)[3:])[None, :]
+        # d2/dt2 (y . d) = (dw x y + w x (w x y)) . d
+        drift = np.array([dw @ n + (w @ y) * (w @ DIRECTION) - (w @ w) * (y @ DIRECTION)])
+        return np.array([y @ DIRECTION]), np.array([w @ n]), J, drift
 
 
 class BodyAccelerations(Quantity):
