@@ -56,7 +56,7 @@ def locked_directions(mech, cons, J: np.ndarray) -> np.ndarray | None:
     rank = int(np.sum(sv > RANK_TOL * smax))
     if rank == J.shape[0]:
         return None  # no redundant combination
-    key = (tuple(c.name for c in cons), rank)
+    key = (tuple(getattr(c, "signature", c.name) for c in cons), rank)  # contact hinges change their rows
     benign = mech.__dict__.setdefault("_benign_redundancy", set())
     if key in benign:
         return None  # this set of constraints was found redundant but not critical before
