@@ -16,6 +16,18 @@ equation leaves free is fixed by a quadratic cost. Three costs are provided:
 - ``"torques"`` — the naive sum of squared joint torques;
 - ``"accelerations"`` — the naive sum of squared joint accelerations.
 
+Why the two-phase cost does not beat the naive ones at every instant of every path:
+equal distal angles maximize ``det(J J^T)`` at a given end-effector position only
+approximately (the observation of Hsu, Hauser and Sastry the thesis builds on). On this
+arm the maximum over the self-motion manifold (:func:`best_manipulability`) lies about 4%
+higher, at unequal angles, so a naive cost whose self-motion happens to drift toward it
+is above the two-phase algorithm for a while: on the tilted circle of
+``sim.compare.ARM_CIRCLE`` (after the example's phase 1) the squared-acceleration cost is
+up to 1.4% above it during 0.8 s of the first turn, before it drifts on to 0.40 of it.
+On reaches toward the edge of the workspace (:func:`reach_path`, the example's default)
+both naive costs' drift lowers the manipulability from the start, and the two-phase
+algorithm is above both at every instant.
+
 For real manipulators (Panda, UR5) :func:`tracking_program` tracks an end-effector
 path with a joint-posture cost (acting in the null space of the tracking equation)
 and joint position, velocity and torque limits as QP inequalities written at the
@@ -30,6 +42,8 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
+import pinocchio as pin
+from scipy.optimize import minimize
 
 from controlkit.errors import ControlkitError
 from controlkit.expressions import acc, pos, vel
@@ -236,6 +250,55 @@ class LinePath:
         s, ds, dds = smooth_ramp((t - self.t0) / self.duration)
         d = np.asarray(self.end, float) - np.asarray(self.start, float)
         return (np.asarray(self.start, float) + s * d, ds / self.duration * d, dds / self.duration**2 * d)
+
+
+def reach_path(start, end, t0: float, leg: float, repeats: int = 1) -> PathSequence:
+    """Out and back: ``start`` -> ``end`` -> ``start`` (m), ``repeats`` times from ``t0`` (s).
+
+    Each leg is a :class:`LinePath` of ``leg`` s (quintic: at rest at both ends), so the
+    whole path lasts ``2 leg repeats`` s and ends at rest where it started.
+    """
+    if leg <= 0 or repeats < 1:
+        raise ControlkitError(f"reach_path: leg ({leg} s) must be positive and repeats ({repeats}) at least 1")
+    start, end = np.asarray(start, float), np.asarray(end, float)
+    paths, starts = [], []
+    for i in range(2 * repeats):
+        a, b = (start, end) if i % 2 == 0 else (end, start)
+        paths.append(LinePath(a, b, t0 + i * leg, leg))
+        starts.append(t0 + i * leg)
+    return PathSequence(paths, starts)
+
+
+def best_manipulability(mech, frame: str, q: np.ndarray, starts: Sequence[np.ndarray] = ()) -> tuple[float, np.ndarray]:
+    """The largest ``det(J J^T)`` (m^6) over configurations that put ``frame`` where it is at ``q``.
+
+    A local search (SLSQP) on the self-motion manifold of a fixed-base arm with one coordinate
+    per joint (nq == nv), from ``q`` and from each of ``starts`` (configurations, rad); returns
+    the best value found and its configuration. The mechanism's state is not touched.
+    """
+    model = mech.model
+    if model.nq != model.nv:
+        raise ControlkitError(f"best_manipulability: needs nq == nv, {mech.name!r} has nq = {model.nq}, nv = {model.nv}")
+    data, fid = model.createData(), mech.frame_id(frame)
+
+    def place(x):
+        pin.framesForwardKinematics(model, data, x)
+        return data.oMf[fid].translation.copy()
+
+    def w(x):
+        J = pin.computeFrameJacobian(model, data, x, fid, pin.LOCAL_WORLD_ALIGNED)[:3]
+        return float(np.linalg.det(J @ J.T))
+
+    q = np.asarray(q, float)
+    target = place(q)
+    best = (w(q), q.copy())
+    for x0 in [q, *starts]:
+        res = minimize(lambda x: -w(x), np.asarray(x0, float), method="SLSQP",
+                       constraints=[{"type": "eq", "fun": lambda x: place(x) - target}],
+                       options={"ftol": 1e-12, "maxiter": 200})
+        if np.linalg.norm(place(res.x) - target) < 1e-8 and -res.fun > best[0]:
+            best = (-res.fun, res.x.copy())
+    return best
 
 
 # ------------------------------------------------------------------ costs

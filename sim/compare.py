@@ -14,12 +14,17 @@
    with the same bandwidth: ``K = m w^2``, ``D = 2 m w``, ``m_j = 1 / (M(q0)^-1)_jj`` the
    joints' effective inertias.
 
+On a mechanism held by constraints (the biped's feet welded to the ground) the forward
+controllers use projected inverse dynamics (see :mod:`controllers.forward`): torques that
+produce the constraint-consistent accelerations, up to the constraint forces.
+
 Every run reports the end-effector tracking error against the task path (RMS and
 max, m), the peak control torque (N m), the mechanical energy spent
 ``integral |tau . v| dt`` (J) and the controller's computing time per tick (s; for mode 1
 a tick is one derivative evaluation: assembly + solve).
 
-Tasks are registered by name in :data:`TASKS` (``redundant_arm``, ``panda_circle``, ``ur5_circle``);
+Tasks are registered by name in :data:`TASKS` (``redundant_arm``, ``panda_circle``, ``ur5_circle``,
+``biped_stance``);
 ``main(argv)`` is the command line (``controlkit compare TASK [--out DIR]``).
 """
 from __future__ import annotations
@@ -35,10 +40,11 @@ import numpy as np
 import pinocchio as pin
 from scipy.interpolate import CubicHermiteSpline
 
+from controlkit.constraints import JointLock, WeldConstraint
 from controlkit.errors import ControlkitError, UnknownNameError
 from controlkit.quantities import FramePoint
 from controllers.arm import (CirclePath, JointLimits, PathError, SolvedAccelerations, redundant_arm_program,
-                             tracking_program)
+                             smooth_ramp, tracking_program)
 from controllers.forward import computed_torque, joint_pd_gravity
 
 from .simulator import Simulator
@@ -60,6 +66,7 @@ class TaskSetup:
         error_joints: joints whose links the model-error controller believes heavier.
         bandwidth: feedback bandwidth w (rad/s) of the joint-space controllers.
         limits: joint limits the task declares (checked and reported), or None.
+        prepare: called with every run's simulator before it starts (e.g. to weld feet), or None.
     """
 
     mech: object
@@ -73,6 +80,7 @@ class TaskSetup:
     error_joints: Sequence[str] = ()
     bandwidth: float = 20.0
     limits: JointLimits | None = None
+    prepare: Callable | None = None
 
 
 @dataclass
@@ -173,6 +181,94 @@ def ur5_setup(duration: float | None = None, **options) -> TaskSetup:
     return circle_setup("ur5", duration, **options)
 
 
+@dataclass
+class SwayPath:
+    """A point sways sideways and dips, and comes back to rest where it started.
+
+    ``p(t) = p0 + sway sin(phi) y - squat (1 - cos phi) / 2 z``, ``phi = 2 pi cycles ramp((t - t0) / duration)``
+    (quintic ramp: at rest at both ends); sway and squat in m, times in s.
+    """
+
+    p0: np.ndarray
+    t0: float
+    duration: float
+    sway: float = 0.03
+    squat: float = 0.04
+    cycles: float = 1.0
+
+    def __post_init__(self):
+        self.p0 = np.asarray(self.p0, dtype=float)
+        if self.duration <= 0:
+            raise ControlkitError(f"SwayPath: duration must be positive, got {self.duration} s")
+
+    def __call__(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        s, ds, dds = smooth_ramp((t - self.t0) / self.duration)
+        k = 2 * math.pi * self.cycles
+        phi, w, al = k * s, k * ds / self.duration, k * dds / self.duration**2
+        y, z = np.array([0.0, 1.0, 0.0]), np.array([0.0, 0.0, 1.0])
+        d1 = self.sway * math.cos(phi) * y - 0.5 * self.squat * math.sin(phi) * z
+        d2 = -self.sway * math.sin(phi) * y - 0.5 * self.squat * math.cos(phi) * z
+        p = self.p0 + self.sway * math.sin(phi) * y - 0.5 * self.squat * (1 - math.cos(phi)) * z
+        return p, d1 * w, d2 * w * w + d1 * al
+
+
+#: the biped's stance task: the torso sways (m) and dips (m) once in ``duration`` s
+BIPED_SWAY = dict(sway=0.03, squat=0.04, duration=1.5)
+
+
+def biped_stance_program(tool: str, path: Callable):
+    """Inverse dynamic control of the biped standing on welded feet: ``tool`` (the torso) follows ``path``.
+
+    Control equations: the torso's origin tracks the path, its orientation is held (PD,
+    exact from the start), and each knee is kept pointing forward (the PD of
+    :func:`controllers.walking.keep_knee_forward`, fixing each leg's swivel about its
+    hip-ankle line). With both feet welded and the toe joints held (8 free degrees of
+    freedom) these 3 + 3 + 2 equations fix the accelerations; the 16 torques, redundant
+    in the closed chain, are the least squared ones.
+    """
+    from controllers.primitives import orient_with_pd, track
+    from controllers.walking import Leg, keep_knee_forward
+
+    def program(ctl):
+        R0 = ctl.value(ctl.orientation("torso"))
+        track(ctl, "torso path", ctl.point(tool), path, 1.0)
+        orient_with_pd(ctl, "torso upright", "torso", R0, 0.5)
+        keep_knee_forward(ctl, Leg("l"))
+        keep_knee_forward(ctl, Leg("r"))
+        yield  # the statements stay in force after the program ends
+
+    program.__name__ = "biped_stance"
+    return program
+
+
+def _weld_feet(sim: Simulator) -> None:
+    """The biped's magnetic shoes on both feet: each foot welded where it stands, its toe joint held."""
+    sim.equations.critical_forms = False  # the welds are never redundant: skip the rank test per evaluation
+    for side in ("l", "r"):
+        sim.add_constraint(WeldConstraint(f"{side}-shoe", f"foot_{side}"), impulsive=False)
+        sim.add_constraint(JointLock(f"{side}-toe-shoe", f"toe_joint_{side}"), impulsive=False)
+
+
+def biped_stance_setup(duration: float | None = None, dt: float = 2e-3, **path_options) -> TaskSetup:
+    """The thesis biped standing on both (welded) feet, its torso swaying and dipping (:data:`BIPED_SWAY`).
+
+    ``path_options`` override the ``sway`` (m), ``squat`` (m) or ``cycles`` of :class:`SwayPath`;
+    ``duration`` (s) the path's; ``dt`` (s) is mode 1's RK4 step. The model-error controller
+    believes the torso (with the welded head: the free-flyer's body) heavier.
+    """
+    import robots
+    built = robots.biped()
+    mech = built.mechanism
+    tool = "torso"
+    p0 = FramePoint(mech, tool).position(mech).copy()
+    opts = {**BIPED_SWAY, **path_options}
+    T = opts.pop("duration")
+    T = T if duration is None else duration
+    path = SwayPath(p0, 0.0, T, **opts)
+    return TaskSetup(mech, built.q0.copy(), np.zeros(mech.nv), tool, path, biped_stance_program(tool, path), T,
+                     dt=dt, error_joints=["root_joint"], bandwidth=20.0, prepare=_weld_feet)
+
+
 TASKS: dict[str, Task] = {
     "redundant_arm": Task("redundant_arm", "thesis redundant arm: tilted circle, equal distal angles (two-phase cost)",
                           _redundant_arm),
@@ -180,6 +276,8 @@ TASKS: dict[str, Task] = {
                          panda_setup),
     "ur5_circle": Task("ur5_circle", "UR5: end-effector circle, posture cost, joint limits as QP inequalities",
                        ur5_setup),
+    "biped_stance": Task("biped_stance", "thesis biped on welded feet: the torso sways and dips (stance)",
+                         biped_stance_setup),
 }
 
 
@@ -206,18 +304,33 @@ def heavier_model(model: pin.Model, joints: Sequence[str], mass_error: float) ->
 
 @dataclass
 class Reference:
-    """A joint trajectory (rad, rad/s, rad/s^2) interpolated from samples by cubic Hermite splines."""
+    """A trajectory (configurations, rad/s, rad/s^2) interpolated from samples by cubic Hermite splines.
+
+    Velocities and accelerations are splined componentwise. Configurations too when
+    ``model`` is None or has one coordinate per degree of freedom; otherwise (free-flyers,
+    spherical joints) on the configuration group: between samples ``q_k`` and ``q_k+1``,
+    ``q(t) = q_k (+) delta(t)`` with ``delta`` the cubic Hermite from 0 (rate ``v_k``) to
+    ``difference(q_k, q_k+1)`` (rate ``v_k+1`` carried into ``q_k``'s chart).
+    """
 
     t: np.ndarray
     q: np.ndarray
     v: np.ndarray
     a: np.ndarray
+    model: pin.Model | None = None
 
     def __post_init__(self):
         t, keep = np.unique(self.t[::-1], return_index=True)  # the last sample of repeated times
         idx = len(self.t) - 1 - keep
         self.t, self.q, self.v, self.a = t, self.q[idx], self.v[idx], self.a[idx]
-        self._q = CubicHermiteSpline(self.t, self.q, self.v, axis=0)
+        self._group = self.model is not None and self.model.nq != self.model.nv
+        if self._group:
+            m, n = self.model, len(self.t)
+            self._dq = np.array([pin.difference(m, self.q[k], self.q[k + 1]) for k in range(n - 1)])
+            self._v1 = np.array([pin.dDifference(m, self.q[k], self.q[k + 1], pin.ARG1) @ self.v[k + 1]
+                                 for k in range(n - 1)])
+        else:
+            self._q = CubicHermiteSpline(self.t, self.q, self.v, axis=0)
         self._v = CubicHermiteSpline(self.t, self.v, self.a, axis=0)
         self._a = self._v.derivative()
 
@@ -225,12 +338,23 @@ class Reference:
         return min(max(t, self.t[0]), self.t[-1])
 
     def q_des(self, t: float) -> np.ndarray:
-        return self._q(self._clip(t))
+        """The configuration at ``t`` (s), held at the ends."""
+        t = self._clip(t)
+        if not self._group:
+            return self._q(t)
+        k = min(max(int(np.searchsorted(self.t, t, side="right")) - 1, 0), len(self.t) - 2)
+        h = self.t[k + 1] - self.t[k]
+        s = (t - self.t[k]) / h
+        delta = ((s**3 - 2 * s**2 + s) * h * self.v[k] + (3 * s**2 - 2 * s**3) * self._dq[k]
+                 + (s**3 - s**2) * h * self._v1[k])
+        return pin.integrate(self.model, self.q[k], delta)
 
     def v_des(self, t: float) -> np.ndarray:
+        """The velocity (nv,) at ``t`` (s)."""
         return self._v(self._clip(t))
 
     def a_des(self, t: float) -> np.ndarray:
+        """The acceleration (nv,) at ``t`` (s)."""
         return self._a(self._clip(t))
 
 
@@ -266,6 +390,7 @@ class Row:
     solve_time: float
     recording: object = field(repr=False, default=None)
     limit_violation: dict | None = None
+    power: np.ndarray | None = field(repr=False, default=None)  # W: |tau . v| of the actuated joints per sample
 
     def as_dict(self) -> dict:
         """The row's numbers, without the recording."""
@@ -275,12 +400,12 @@ class Row:
 
 def _row(mode: str, label: str, clock, rec, setup: TaskSetup, solve_time: float) -> Row:
     err = rec.quantity("tracking error")[:, 0]
-    t, tau, v = rec.t, rec.tau, rec.v
+    t, tau, v = rec.t, rec.tau, rec.v[:, setup.mech.tau_index]
     power = np.abs(np.einsum("ij,ij->i", tau, v))
     energy = float(np.sum(0.5 * (power[1:] + power[:-1]) * np.diff(t))) if len(t) > 1 else 0.0
     viol = setup.limits.violation(rec.q, rec.v, rec.tau, setup.mech) if setup.limits is not None else None
     return Row(mode, label, clock, float(np.sqrt(np.mean(err**2))), float(err.max()),
-               float(np.abs(tau).max()), energy, solve_time, rec, viol)
+               float(np.abs(tau).max()), energy, solve_time, rec, viol, power)
 
 
 def _simulator(setup: TaskSetup, dt: float) -> Simulator:
@@ -291,6 +416,8 @@ def _simulator(setup: TaskSetup, dt: float) -> Simulator:
                                   "a": SolvedAccelerations(mech)})
     for name, unit in (("tracking error", "m"), ("tool", "m"), ("a", "rad/s^2")):
         sim.recording.set_unit(name, unit)
+    if setup.prepare is not None:
+        setup.prepare(sim)
     return sim
 
 
@@ -330,7 +457,7 @@ def compare(task: str | Task, *, clocks: Sequence[float] = DEFAULT_CLOCKS, mass_
     rec = sim.run(setup.duration)
     per_eval = (rec.stats["assembly_time"] + rec.stats["solve_time"]) / max(rec.stats["evaluations"], 1)
     rows.append(_row("inverse", "inverse dynamic control", None, rec, setup, per_eval))
-    ref = Reference(rec.t, rec.q, rec.v, rec.quantity("a"))
+    ref = Reference(rec.t, rec.q, rec.v, rec.quantity("a"), model=setup.mech.model)
     w = setup.bandwidth if bandwidth is None else bandwidth
     kp, kd = w * w, 2.0 * w
 
@@ -352,7 +479,7 @@ def compare(task: str | Task, *, clocks: Sequence[float] = DEFAULT_CLOCKS, mass_
 
     def pd(s):
         M = pin.crba(s.mech.model, s.mech.model.createData(), s.q0)
-        m = 1.0 / np.diag(np.linalg.inv(M))  # each joint's effective inertia (kg m^2)
+        m = 1.0 / np.diag(np.linalg.inv(M))[s.mech.tau_index]  # each actuated coordinate's effective inertia
         return joint_pd_gravity(ref.q_des, m * kp, m * kd, v_des=ref.v_des)
 
     forward(f"joint PD + gravity {_mode_label(fast)}", "joint PD", fast, pd)
@@ -406,7 +533,7 @@ def plot_comparison(rows: Sequence[Row], path: str | Path, title: str | None = N
         err = np.maximum(rec.quantity("tracking error")[:, 0], 1e-16)
         ax_err.semilogy(rec.t, err, lw=1.0, label=r.label)
         ax_tau.plot(rec.t, np.linalg.norm(rec.tau, axis=1), lw=1.0, label=r.label)
-        ax_pow.plot(rec.t, np.abs(np.einsum("ij,ij->i", rec.tau, rec.v)), lw=1.0, label=r.label)
+        ax_pow.plot(rec.t, r.power, lw=1.0, label=r.label)
     for ax, lab in ((ax_err, "end-effector error [m]"), (ax_tau, "|tau| [N m]"), (ax_pow, "|tau . v| [W]")):
         ax.set_xlabel("t [s]")
         ax.set_ylabel(lab)
