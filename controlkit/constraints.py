@@ -22,12 +22,28 @@ import pinocchio as pin
 from .errors import ModelError
 from .vec3 import cross
 
+LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+
 
 class Constraint:
-    """Base class: a named set of k bilateral rows on the mechanism's accelerations."""
+    """Base class: a named set of k bilateral rows on the mechanism's accelerations.
+
+    Subclasses implement ``error``, ``jacobian`` and ``drift`` (and ``force_jacobian`` and
+    ``row_labels`` when they differ from the defaults); ``terms`` is an optional fast path
+    giving all three at once.
+    """
 
     size: int = 0
     kind: str = "constraint"
+    # methods whose redefinition in a subclass makes an inherited fast ``terms`` stale
+    _ROW_METHODS = ("error", "jacobian", "drift", "_placements", "_jac", "_vel", "_drift6", "_axes")
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # a subclass that redefines how its rows are computed, but not terms(), must not
+        # inherit a parent's fused terms(): it falls back to calling its own methods
+        if "terms" not in cls.__dict__ and any(m in cls.__dict__ for m in Constraint._ROW_METHODS):
+            cls.terms = Constraint.terms
 
     def __init__(self, name: str):
         if not name:
@@ -51,6 +67,14 @@ class Constraint:
         """The ``Jdot v`` term (k,) so that phiddot = J a + Jdot v."""
         raise NotImplementedError
 
+    def terms(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(error(), jacobian(), drift())`` at the mechanism's state, in one call.
+
+        The assembly calls this once per constraint and evaluation; built-in constraints
+        override it to share their kinematics look-ups between the three.
+        """
+        return self.error(), self.jacobian(), self.drift()
+
     def force_jacobian(self) -> np.ndarray:
         """G (k, nv): the constraint's force enters the motion equations as ``G^T lam``.
 
@@ -66,6 +90,11 @@ class Constraint:
     def row_labels(self) -> list[str]:
         """A label per row, for printouts."""
         return [f"{self.name}[{i}]" for i in range(self.size)]
+
+
+def static_labels(c: Constraint) -> bool:
+    """Whether a constraint's row labels depend on its name and size only (so may be cached)."""
+    return type(c).row_labels in _STATIC_LABELS
 
 
 class _TwoFrames(Constraint):
@@ -112,6 +141,24 @@ class _TwoFrames(Constraint):
             return da
         return da - self.mech.frame_drift(self.fb)
 
+    def _fast(self):
+        """(data, a's placement, b's placement or target, J, drift6) with one kinematics check.
+
+        Calls Pinocchio directly (the same kernels as ``_jac``/``_drift6``): at a few
+        microseconds per constraint, the method calls in between are most of the cost.
+        """
+        mech = self.mech
+        d = mech.kinematics()
+        m = mech.model
+        fa, fb = self.fa, self.fb
+        J = pin.getFrameJacobian(m, d, fa, LWA)
+        dr = pin.getFrameClassicalAcceleration(m, d, fa, LWA).vector
+        if fb is None:
+            return d, d.oMf[fa], self.target, J, dr
+        J -= pin.getFrameJacobian(m, d, fb, LWA)
+        dr -= pin.getFrameClassicalAcceleration(m, d, fb, LWA).vector
+        return d, d.oMf[fa], d.oMf[fb], J, dr
+
     def describe(self) -> str:
         other = self.frame_b if self.frame_b is not None else "world"
         return f"{self.kind} {self.name}: {self.frame_a} <-> {other}"
@@ -133,6 +180,10 @@ class PointConstraint(_TwoFrames):
     def drift(self):
         return self._drift6()[:3]
 
+    def terms(self):
+        _, Ma, Mb, J, dr = self._fast()
+        return Ma.translation - Mb.translation, J[:3], dr[:3]
+
 
 class WeldConstraint(_TwoFrames):
     """Two frames keep their placement (6 rows: 3 translation, 3 rotation in world axes)."""
@@ -149,6 +200,13 @@ class WeldConstraint(_TwoFrames):
 
     def drift(self):
         return self._drift6()
+
+    def terms(self):
+        _, Ma, Mb, J, dr = self._fast()
+        e = np.empty(6)
+        e[:3] = Ma.translation - Mb.translation
+        e[3:] = pin.log3(Ma.rotation @ Mb.rotation.T)
+        return e, J, dr
 
 
 class HingeConstraint(_TwoFrames):
@@ -186,6 +244,28 @@ class HingeConstraint(_TwoFrames):
             rows.append(n @ d6[3:] + ndot @ (wa - wb))
         return np.concatenate([d6[:3], rows])
 
+    def terms(self):
+        d, Ma, Mb, J6, d6 = self._fast()
+        Ra, Rb = Ma.rotation, Mb.rotation
+        xa, ya, zb = Ra[:, 0], Ra[:, 1], Rb[:, 2]
+        e = np.empty(5)
+        e[:3] = Ma.translation - Mb.translation
+        e[3], e[4] = xa @ zb, ya @ zb
+        nx, ny = cross(xa, zb), cross(ya, zb)
+        n = np.empty((2, 3))
+        n[0], n[1] = nx, ny
+        J = np.empty((5, J6.shape[1]))
+        J[:3] = J6[:3]
+        J[3:] = n @ J6[3:]
+        wa = self.mech.frame_velocity(self.fa).angular
+        wb = self.mech.frame_velocity(self.fb).angular if self.fb is not None else np.zeros(3)
+        dr = np.empty(5)
+        dr[:3] = d6[:3]
+        for i, (ea, n) in enumerate(((xa, nx), (ya, ny))):
+            ndot = cross(cross(wa, ea), zb) + cross(ea, cross(wb, zb))
+            dr[3 + i] = n @ d6[3:] + ndot @ (wa - wb)
+        return e, J, dr
+
     def row_labels(self):
         return [f"{self.name}.{s}" for s in ("x", "y", "z", "axis_x", "axis_y")]
 
@@ -222,3 +302,6 @@ class JointLock(Constraint):
 
     def describe(self) -> str:
         return f"lock {self.name}: joint {self.joint}"
+
+
+_STATIC_LABELS = {Constraint.row_labels, HingeConstraint.row_labels}

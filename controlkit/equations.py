@@ -22,7 +22,7 @@ import numpy as np
 
 from .errors import EquationError, UnknownNameError
 from .expressions import Context, Expr, Lin, as_expr
-from .constraints import Constraint
+from .constraints import Constraint, static_labels
 from .singular import locked_directions
 
 
@@ -150,6 +150,7 @@ class Problem:
     mass_solve: object = None  # b -> M^-1 b (the mechanism's factor); None: factor M here
     Jf: np.ndarray | None = None  # force Jacobian when it differs from Jc (sliding friction)
     lam_labels: list[str] = field(default_factory=list)
+    mass_factor: object = None  # () -> (U, D) with M = U diag(D) U^T (Pinocchio's tree factor), or None
 
     def sizes(self) -> dict[str, int]:
         """Row counts per kind of statement."""
@@ -273,6 +274,40 @@ def _lin(value, nx: int, name: str, what: str) -> Lin:
                         f"write it at the acceleration level, e.g. acc(q) + ... == 0")
 
 
+class _ConstraintPlan:
+    """What the assembly of one set of active constraints keeps between evaluations.
+
+    Valid while the same constraint objects are active with the same sizes: row slices,
+    labels (when they depend on names and sizes only), whether the forces are ideal, the
+    column layout, and the critical-form analysis' full-rank reference.
+    """
+
+    __slots__ = ("key", "cons", "slices", "rows", "labels", "ideal", "layout", "memo")
+
+    def __init__(self, mech, key):
+        self.key = key
+        self.cons = list(key[0])
+        self.slices, k = [], 0
+        for size in key[1]:
+            self.slices.append(slice(k, k + size))
+            k += size
+        self.rows = k
+        self.labels = ([lab for c in self.cons for lab in c.row_labels()]
+                       if all(static_labels(c) for c in self.cons) else None)
+        self.ideal = all(type(c).force_jacobian is Constraint.force_jacobian for c in self.cons)
+        self.layout = Layout.for_mechanism(mech)
+        self.memo: dict = {}
+
+
+def _constraint_plan(mech, cons: dict) -> _ConstraintPlan:
+    vals = tuple(cons.values())
+    key = (vals, tuple([c.size for c in vals]))  # contact hinges change their size between events
+    plan = mech.__dict__.get("_constraint_plan")
+    if plan is None or plan.key != key:
+        plan = mech._constraint_plan = _ConstraintPlan(mech, key)
+    return plan
+
+
 def build_problem(mech, eqs: EquationSet, t: float, f_ext: np.ndarray | None = None,
                   layout: Layout | None = None) -> Problem:
     """Assemble the equation set at the mechanism's current state.
@@ -285,29 +320,35 @@ def build_problem(mech, eqs: EquationSet, t: float, f_ext: np.ndarray | None = N
     """
     M, h = mech.dynamics()
     bias = h if f_ext is None else h - f_ext
-    cons = list(mech.constraints.values())
     equalities: list[Block] = []
-    labels = [lab for c in cons for lab in c.row_labels()]
-    if cons:
+    if mech.constraints:
+        plan = _constraint_plan(mech, mech.constraints)
+        cons = plan.cons
+        labels = list(plan.labels) if plan.labels is not None else [lab for c in cons for lab in c.row_labels()]
         v = mech._v
-        Jc = np.vstack([c.jacobian() for c in cons])
-        ideal = all(type(c).force_jacobian is Constraint.force_jacobian for c in cons)
-        Jf = None if ideal else np.vstack([c.force_jacobian() for c in cons])
-        phi = np.concatenate([c.error() for c in cons])
-        rhs = -np.concatenate([c.drift() for c in cons]) - eqs.kv * (Jc @ v) - eqs.kp * phi
-        R = locked_directions(mech, cons, Jc) if eqs.critical_forms else None
+        # one buffer per kind of term, filled constraint by constraint (terms() gives all three
+        # at once; numpy's vstack/concatenate of many small arrays cost more than the kernels)
+        k = plan.rows
+        Jc, phi, drift = np.empty((k, mech.nv)), np.empty(k), np.empty(k)
+        for c, sl in zip(cons, plan.slices):
+            phi[sl], Jc[sl], drift[sl] = c.terms()
+        Jf = None if plan.ideal else np.vstack([c.force_jacobian() for c in cons])
+        rhs = -drift - eqs.kv * (Jc @ v) - eqs.kp * phi
+        R = locked_directions(mech, cons, Jc, plan.memo) if eqs.critical_forms else None
         if R is not None:
             # motions ruled out at second order: held like a constraint, with their own reactions
             Jc = np.vstack([Jc, R])
             Jf = None if Jf is None else np.vstack([Jf, R])
             rhs = np.concatenate([rhs, -eqs.kv * (R @ v)])
             labels += [f"critical form[{i}]" for i in range(len(R))]
-        layout = layout or Layout.for_mechanism(mech, {"critical form": len(R)} if R is not None else None)
+            layout = layout or Layout.for_mechanism(mech, {"critical form": len(R)})
+        else:
+            layout = layout or plan.layout
         A = np.zeros((len(rhs), layout.nx))
         A[:, layout.a] = Jc
         equalities.append(Block("constraints", "constraint", A, rhs, list(labels)))
     else:
-        Jc, Jf = np.zeros((0, mech.nv)), None
+        Jc, Jf, labels = np.zeros((0, mech.nv)), None, []
         layout = layout or Layout.for_mechanism(mech)
     nx = layout.nx
     ctx = Context(mech, t, layout)
@@ -341,4 +382,5 @@ def build_problem(mech, eqs: EquationSet, t: float, f_ext: np.ndarray | None = N
         ineqs.append(Block(name, "inequality", L.A, -L.b))
     return Problem(t, layout, M, bias, mech.S, Jc, equalities, fixed, costs, ineqs,
                    default_cost=eqs.underdetermined == "default", mass_solve=mech.mass_solve,
+                   mass_factor=getattr(mech, "mass_factor", None),
                    Jf=Jf, lam_labels=labels)

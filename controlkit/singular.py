@@ -1,8 +1,11 @@
 """Second-order analysis of redundant constraints: finding critical forms (thesis Fig. 4.11).
 
 When the constraint Jacobian ``J`` (k, nv) loses rank, some combinations ``u`` of the
-constraint rows (``u^T J = 0``) no longer restrict velocities at first order. Two cases:
+constraint rows (``u^T J = 0``) no longer restrict velocities at first order. The cases:
 
+- none at all, the common case: an SVD proves J of full row rank once per set of
+  constraints, and later evaluations only check (Weyl's inequality) that J has not moved
+  far enough from that reference to lose rank;
 - the redundancy is benign (a planar four-bar's pin hinges): ``u^T phi`` stays zero along
   every first-order admissible motion, so nothing more is needed; the verdict is cached
   per set of constraints and rank, since it is a property of the mechanism, not the instant;
@@ -20,6 +23,7 @@ the mechanism, so no second derivatives are coded by hand.
 from __future__ import annotations
 
 import copy
+import math
 
 import numpy as np
 
@@ -47,19 +51,62 @@ def _drifts(mech, cons, q, n) -> np.ndarray:
     return np.concatenate(out)
 
 
-def locked_directions(mech, cons, J: np.ndarray) -> np.ndarray | None:
-    """Basis (r, nv) of velocity directions locked at second order, or None if there are none."""
-    U, sv, Vt = np.linalg.svd(J)
+def _still_full_rank(ref, J: np.ndarray) -> bool:
+    """Whether J provably keeps full row rank (in the sense of RANK_TOL) near a reference.
+
+    ``ref = (J0, smin0, smax0)`` from an SVD that found J0 of full row rank. By Weyl's
+    inequality every singular value moves by at most ``|J - J0|_2 <= |J - J0|_F = e``, so
+    ``smin0 - e > RANK_TOL (smax0 + e)`` proves what the SVD of J would find (with a margin
+    of 2 for rounding), at the price of one subtraction instead of an SVD.
+    """
+    J0, smin0, smax0 = ref
+    if J0.shape != J.shape:
+        return False
+    dJ = (J - J0).ravel()
+    e = math.sqrt(float(dJ @ dJ))
+    return smin0 - e > 2.0 * RANK_TOL * (smax0 + e)
+
+
+def locked_directions(mech, cons, J: np.ndarray, memo: dict | None = None) -> np.ndarray | None:
+    """Basis (r, nv) of velocity directions locked at second order, or None if there are none.
+
+    Args:
+        mech: the mechanism at its state; cons: its active constraints; J: their stacked Jacobian.
+        memo: where to keep the last full-rank reference for these constraints (the caller's
+            per-constraint-set cache); default a cache on the mechanism keyed by the
+            constraints' signatures.
+    """
+    sig = None
+    if memo is not None:
+        mkey = "full rank"  # the caller's cache is per constraint set already
+    else:
+        sig = tuple(getattr(c, "signature", c.name) for c in cons)
+        memo, mkey = mech.__dict__.setdefault("_full_rank_refs", {}), sig
+        if len(memo) > 256:  # contact signatures come and go: keep the cache bounded
+            memo.clear()
+    ref = memo.get(mkey)
+    if ref is not None and _still_full_rank(ref, J):
+        return None  # no redundant combination, proven without an SVD
+    # singular values alone first: most calls end with full rank or a known benign redundancy
+    sv = np.linalg.svd(J, compute_uv=False)
     smax = sv[0] if sv.size else 0.0
     if smax == 0.0:
         return None
     rank = int(np.sum(sv > RANK_TOL * smax))
     if rank == J.shape[0]:
+        memo[mkey] = (J.copy(), float(sv[-1]), float(smax))
         return None  # no redundant combination
-    key = (tuple(getattr(c, "signature", c.name) for c in cons), rank)  # contact hinges change their rows
+    if sig is None:
+        sig = tuple(getattr(c, "signature", c.name) for c in cons)  # contact hinges change their rows
     benign = mech.__dict__.setdefault("_benign_redundancy", set())
-    if key in benign:
+    if (sig, rank) in benign:
         return None  # this set of constraints was found redundant but not critical before
+    U, sv, Vt = np.linalg.svd(J)
+    smax = sv[0]
+    rank = int(np.sum(sv > RANK_TOL * smax))
+    key = (sig, rank)
+    if rank == J.shape[0] or key in benign:
+        return None
     Uz = U[:, rank:]  # left null space: redundant combinations of rows
     N = Vt[rank:].T  # first-order admissible motions
     k = N.shape[1]

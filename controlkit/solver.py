@@ -21,12 +21,13 @@ remaining equalities, costs and inequalities are then posed on ``y`` alone.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 import quadprog
 import scipy.linalg as sla
-from scipy.linalg import lapack
+from scipy.linalg import blas, lapack
 
 from .equations import Problem
 from .errors import InconsistentEquationsError, SolverError, UnderdeterminedError
@@ -53,19 +54,23 @@ def _reduce(p: Problem):
     L = p.layout
     nv, nx = L.nv, L.nx
     nw = nx - nv
-    fixed_cols = np.concatenate([c for _, c, _ in p.fixed]) if p.fixed else np.zeros(0, dtype=int)
-    fixed_vals = np.concatenate([v for _, _, v in p.fixed]) if p.fixed else np.zeros(0)
+    G = p.Jc if p.Jf is None else p.Jf
+    B = np.hstack([p.S.T, G.T]) if nw else np.zeros((nv, 0))
+    msolve = p.mass_solve or _dense_mass_solve(p.M)
+    wF = np.zeros(nw)
+    free = np.ones(nw, dtype=bool)
+    if not p.fixed:  # nothing assigned (inverse dynamics): skip the selections
+        p0 = msolve(-p.bias)
+        P = msolve(B) if nw else np.zeros((nv, 0))
+        return P, p0, free, wF
+    fixed_cols = np.concatenate([c for _, c, _ in p.fixed])
+    fixed_vals = np.concatenate([v for _, _, v in p.fixed])
     if len(np.unique(fixed_cols)) != len(fixed_cols):
         names = [n for n, _, _ in p.fixed]
         raise InconsistentEquationsError(
             f"t = {p.time:.6g} s: two direct assignments set the same unknown ({', '.join(names)})", names, p)
-    wF = np.zeros(nw)
     wF[fixed_cols - nv] = fixed_vals
-    free = np.ones(nw, dtype=bool)
     free[fixed_cols - nv] = False
-    G = p.Jc if p.Jf is None else p.Jf
-    B = np.hstack([p.S.T, G.T]) if nw else np.zeros((nv, 0))
-    msolve = p.mass_solve or _dense_mass_solve(p.M)
     p0 = msolve(B @ wF - p.bias)
     P = msolve(B[:, free]) if free.any() else np.zeros((nv, 0))
     return P, p0, free, wF
@@ -96,6 +101,8 @@ def _constrained_forward(p: Problem) -> Solution | None:
         if cols.max() >= L.nv + L.ntau:
             return None
         tau[cols - L.nv] = vals
+    if p.mass_factor is not None:
+        return _delassus_by_factor(p, tau)
     msolve = p.mass_solve or _dense_mass_solve(p.M)
     blk = p.equalities[0]
     J = p.Jc
@@ -112,6 +119,36 @@ def _constrained_forward(p: Problem) -> Solution | None:
     return Solution(x, a, tau, {name: x[s] for name, s in L.lam.items()}, "direct")
 
 
+def _delassus_by_factor(p: Problem, tau: np.ndarray) -> Solution | None:
+    """:func:`_constrained_forward` on the tree factor ``M = U D U^T`` (Pinocchio's algorithm).
+
+    With ``F = U D^1/2``: ``W = F^-1 [J^T | g]`` (one triangular solve), the Delassus matrix
+    is ``W_J^T W_J``, ``J M^-1 g = W_J^T w_g`` and ``a = F^-T (w_g + W_J lam)``; no M^-1 is formed.
+    """
+    L = p.layout
+    U, D = p.mass_factor()
+    J = p.Jc
+    k, nv = J.shape
+    B = np.empty((nv, k + 1), order="F")
+    B[:, :k] = J.T
+    np.subtract(tau @ p.S, p.bias, out=B[:, k])
+    dis = 1.0 / np.sqrt(D)
+    W = blas.dtrsm(1.0, U, B, lower=0, diag=1, overwrite_b=1)
+    W *= dis[:, None]
+    Wj, wg = W[:, :k], W[:, k]
+    c, info = lapack.dpotrf(Wj.T @ Wj)
+    dg = c.diagonal()
+    dg2 = dg * dg
+    if info != 0 or dg2.min() <= RANK_TOL * dg2.max():
+        return None
+    lam, _ = lapack.dpotrs(c, p.equalities[0].b - wg @ Wj)
+    z = wg + Wj @ lam
+    z *= dis
+    a = blas.dtrsm(1.0, U, z[:, None], lower=0, trans_a=1, diag=1, overwrite_b=1)[:, 0]
+    x = np.concatenate([a, tau, lam])
+    return Solution(x, a, tau, {name: x[s] for name, s in L.lam.items()}, "direct")
+
+
 def _dense_mass_solve(M):
     chol = sla.cho_factor(M, check_finite=False)
     return lambda b: sla.cho_solve(chol, b, check_finite=False)
@@ -119,21 +156,30 @@ def _dense_mass_solve(M):
 
 def _reduce_rows(A, b, P, p0, free, wF, nv):
     Aa, Aw = A[:, :nv], A[:, nv:]
+    if len(free) == P.shape[1]:  # every torque and force free (nothing assigned): no selection
+        return Aa @ P + Aw, b - Aa @ p0
     return Aa @ P + Aw[:, free], b - Aa @ p0 - Aw @ wF
 
 
 def _stack(blocks, P, p0, free, wF, nv, ny):
     if not blocks:
-        return np.zeros((0, ny)), np.zeros(0), []
+        return np.zeros((0, ny)), np.zeros(0)
     # one reduction for all blocks: many small matrix products cost more than one big one
-    A = np.vstack([blk.A for blk in blocks])
-    b = np.concatenate([blk.b for blk in blocks])
+    if len(blocks) == 1:
+        A, b = blocks[0].A, blocks[0].b
+    else:
+        A = np.vstack([blk.A for blk in blocks])
+        b = np.concatenate([blk.b for blk in blocks])
     E, f = _reduce_rows(A, b, P, p0, free, wF, nv)
     if blocks[0].weight is not None:
-        w = np.concatenate([blk.weight for blk in blocks])
+        w = blocks[0].weight if len(blocks) == 1 else np.concatenate([blk.weight for blk in blocks])
         E, f = w[:, None] * E, w * f
-    owners = [blk.name for blk in blocks for _ in range(len(blk.b))]
-    return E, f, owners
+    return E, f
+
+
+def _owners(blocks) -> list[str]:
+    """The name of the block each stacked row comes from."""
+    return [blk.name for blk in blocks for _ in range(len(blk.b))]
 
 
 def _conflicts(E, f, owners, U, r):
@@ -144,11 +190,74 @@ def _conflicts(E, f, owners, U, r):
 
 
 def _min_norm(E, f):
-    """Minimum-norm least-squares solution, rank, left basis, null space basis."""
+    """Minimum-norm least-squares solution, rank, left basis, null space basis.
+
+    The left basis is None when a QR factorization proved E of full rank (the common case,
+    several times cheaper than the SVD); a caller that needs it then calls :func:`_min_norm_svd`.
+    """
+    out = _full_rank_qr(E, f)
+    return out if out is not None else _min_norm_svd(E, f)
+
+
+def _min_norm_svd(E, f):
+    """:func:`_min_norm` by the SVD, whatever E's rank."""
     U, s, Vt = np.linalg.svd(E, full_matrices=True)
     r = int(np.sum(s > RANK_TOL * max(1.0, s[0] if s.size else 0.0)))
     y = Vt[:r].T @ ((U[:, :r].T @ f) / s[:r])
     return y, r, U, Vt[r:].T
+
+
+_UPPER: dict[int, np.ndarray] = {}
+
+
+def _upper(k: int) -> np.ndarray:
+    """The (k, k) upper-triangular mask of ones (cached)."""
+    m = _UPPER.get(k)
+    if m is None:
+        m = _UPPER[k] = np.triu(np.ones((k, k)))
+    return m
+
+
+def _full_rank_qr(E, f):
+    """:func:`_min_norm` by a Householder QR when E provably has full rank, else None.
+
+    The SVD would count every singular value above ``RANK_TOL * max(1, s_max)``. With
+    ``E^T = Q R`` (wide E) or ``E = Q R`` (tall E), ``s_min >= 1 / |R^-1|_F`` and
+    ``s_max <= |R|_F``; when the first bound clears the threshold (with a margin of 2 for
+    rounding) the SVD's rank is the full rank, and the minimum-norm solution and an
+    orthonormal null space basis come from the QR factors. Everything downstream depends on
+    the null space only through the subspace it spans, so results agree to rounding.
+    """
+    m, n = E.shape
+    if m == 0 or n == 0:
+        return None
+    wide = m <= n
+    k = m if wide else n
+    qr, tau, _, info = lapack.dgeqrf(E.T if wide else E)
+    if info != 0:
+        return None
+    Ri, info = lapack.dtrtri(qr[:k] * _upper(k))  # (np.triu costs more than the inverse)
+    if info != 0:
+        return None
+    ri, ee = Ri.ravel(order="K"), E.ravel(order="K")
+    smin_lb = 1.0 / math.sqrt(float(ri @ ri))
+    if not smin_lb > 2.0 * RANK_TOL * max(1.0, math.sqrt(float(ee @ ee))):  # |R|_F = |E|_F
+        return None
+    if wide:
+        # y = Q1 R^-T f is the minimum-norm solution; Q's other columns span the null space
+        Qf = np.zeros((n, n), order="F")
+        Qf[:, :m] = qr
+        Q, _, info = lapack.dorgqr(Qf, tau, overwrite_a=1)
+        if info != 0:
+            return None
+        y = Q[:, :m] @ (Ri.T @ f)
+        return y, m, None, Q[:, m:]
+    # tall: the unique least-squares solution y = R^-1 Q1^T f; no null space
+    cq, _, info = lapack.dormqr("L", "T", qr, tau, f[:, None], lwork=max(1, n))
+    if info != 0:
+        return None
+    y = Ri @ cq[:n, 0]
+    return y, n, None, np.zeros((n, 0))
 
 
 def solve(p: Problem, method: str = "auto") -> Solution:
@@ -178,12 +287,17 @@ def _solve(p: Problem, method: str) -> Solution:
                 return sol
     P, p0, free, wF = _reduce(p)
     ny = P.shape[1]
-    E, f, owners = _stack(p.equalities, P, p0, free, wF, nv, ny)
+    E, f = _stack(p.equalities, P, p0, free, wF, nv, ny)
     y, r, U, N = _min_norm(E, f) if E.shape[0] else (np.zeros(ny), 0, np.zeros((0, 0)), np.eye(ny))
     if E.shape[0]:
         res = E @ y - f
+        if U is None and np.linalg.norm(res) > RESIDUAL_TOL * (1.0 + np.linalg.norm(f)):
+            # full rank yet a residual (only a tall E can have one): redo it by the SVD, which
+            # names the conflicting rows
+            y, r, U, N = _min_norm_svd(E, f)
+            res = E @ y - f
         if np.linalg.norm(res) > RESIDUAL_TOL * (1.0 + np.linalg.norm(f)):
-            names = _conflicts(E, f, owners, U, r)
+            names = _conflicts(E, f, _owners(p.equalities), U, r)
             raise InconsistentEquationsError(
                 f"t = {p.time:.6g} s: the equations are inconsistent (residual {np.linalg.norm(res):.3g}); "
                 f"conflicting: {', '.join(names)}", names, p)
@@ -213,7 +327,7 @@ def _complete(p, P, p0, free, wF, y, N, tau_rows):
     nv = p.layout.nv
     solver = "direct"
     if p.costs:
-        C, d, _ = _stack(p.costs, P, p0, free, wF, nv, P.shape[1])
+        C, d = _stack(p.costs, P, p0, free, wF, nv, P.shape[1])
         z, r, _, K = _min_norm(C @ N, d - C @ y)
         y, N = y + N @ z, N @ K
         solver = "lstsq"
@@ -242,8 +356,8 @@ def _default_hessian(ny, tau_rows):
 def _qp(p, P, p0, free, wF, y0, N, E, f, method, tau_rows):
     """quadprog on z with y = y0 + N z (or, for method='qp', on y with equality rows)."""
     nv, ny = p.layout.nv, P.shape[1]
-    G, g, _ = _stack(p.inequalities, P, p0, free, wF, nv, ny)
-    C, d, _ = _stack(p.costs, P, p0, free, wF, nv, ny)
+    G, g = _stack(p.inequalities, P, p0, free, wF, nv, ny)
+    C, d = _stack(p.costs, P, p0, free, wF, nv, ny)
     if method == "qp":
         # the whole problem in y: cost (user + default), independent equality rows
         H = C.T @ C if C.size else np.zeros((ny, ny))

@@ -186,3 +186,72 @@ def test_an_unknown_frame_name_is_refused_with_suggestions(talos):
         FramePoint(talos, "left_sole_lnk")
     msg = str(info.value)
     assert "unknown frame 'left_sole_lnk'" in msg and "left_sole_link" in msg and "talos" in msg
+
+
+# ------------------------------------------------------------ fast paths agree with the slow ones
+@pytest.mark.parametrize("cls", [PointConstraint, WeldConstraint, HingeConstraint])
+@pytest.mark.parametrize("other", ["gripper_right_base_link", None])
+def test_a_constraints_fused_terms_equal_its_three_methods(talos, cls, other):
+    q, v = random_state(talos, 8)
+    talos.set_state(q, v)
+    c = cls("c", "gripper_left_base_link", other)
+    c.bind(talos)
+    talos.set_state(*random_state(talos, 9))
+    for fused, single in zip(c.terms(), (c.error(), c.jacobian(), c.drift())):
+        assert np.array_equal(fused, single)
+
+
+def test_a_subclass_redefining_a_row_method_does_not_inherit_the_fused_terms(talos):
+    from controlkit.constraints import Constraint
+
+    class Doubled(WeldConstraint):
+        def jacobian(self):
+            return 2.0 * super().jacobian()
+
+    assert Doubled.terms is Constraint.terms and WeldConstraint.terms is not Constraint.terms
+    talos.set_state(*random_state(talos, 10))
+    c = Doubled("d", "gripper_left_base_link")
+    c.bind(talos)
+    assert np.array_equal(c.terms()[1], 2.0 * WeldConstraint.jacobian(c))
+
+
+def test_block_mass_solve_on_the_tree_factor_equals_a_dense_solve(robot):
+    mech = robot[0]
+    mech.set_state(*random_state(mech, 11))
+    M, _ = mech.dynamics()
+    B = np.random.default_rng(3).standard_normal((mech.nv, 7))
+    X = mech.mass_solve(B)
+    assert np.abs(M @ X - B).max() < 1e-9 * max(1.0, np.abs(B).max())
+    assert np.abs(X[:, 2] - mech.mass_solve(B[:, 2].copy())).max() < 1e-9 * max(1.0, np.abs(X).max())
+
+
+@pytest.mark.parametrize("shape", [(6, 32), (32, 26), (5, 5)])
+def test_the_full_rank_qr_path_matches_the_svd(shape):
+    from controlkit import solver
+    rng = np.random.default_rng(4)
+    E, f = rng.standard_normal(shape), rng.standard_normal(shape[0])
+    y, r, U, N = solver._full_rank_qr(E, f)
+    y0, r0, _, N0 = solver._min_norm_svd(E, f)
+    assert U is None and r == r0 == min(shape)
+    assert np.abs(y - y0).max() < 1e-10 * max(1.0, np.abs(y0).max())
+    assert N.shape == N0.shape and np.abs(N @ N.T - N0 @ N0.T).max() < 1e-10  # the same null space
+    rank_deficient = E.copy() if shape[0] <= shape[1] else E.T.copy()
+    rank_deficient[-1] = rank_deficient[0]  # two equal rows (wide) or columns (tall)
+    rank_deficient = rank_deficient if shape[0] <= shape[1] else rank_deficient.T
+    assert solver._full_rank_qr(rank_deficient, f) is None  # left to the SVD
+
+
+def test_the_cached_full_rank_proof_is_redone_when_the_jacobian_moves_far(talos):
+    from controlkit.singular import locked_directions
+    talos.set_state(*random_state(talos, 12))
+    c = WeldConstraint("w", "left_sole_link")
+    c.bind(talos)
+    memo = {}
+    J = c.jacobian()
+    assert locked_directions(talos, [c], J, memo) is None and "full rank" in memo
+    assert locked_directions(talos, [c], J + 1e-6, memo) is None  # near: proven by the bound
+    singular = J.copy()
+    singular[5] = singular[4]  # a redundant pair of rows: the bound fails and the SVD decides
+    memo_before = memo["full rank"]
+    locked_directions(talos, [c], singular, memo)
+    assert memo["full rank"] is memo_before
