@@ -31,8 +31,9 @@ browser:
 test: $(TSTAMP) browser
 	$(VPY) -m pytest
 
+# Benchmarks against MuJoCo and PyBullet (the `bench` extra, installed once); writes bench/results/report.md.
 bench: $(STAMP)
-	$(VPY) -m pip install -q -e '.[bench]'
+	@$(VPY) -c "import mujoco, pybullet" 2>/dev/null || $(VPY) -m pip install -q -e '.[bench]'
 	$(VPY) bench/run_all.py
 
 clean:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time as _time
 
 import numpy as np
+import pinocchio as pin
 
 from .equations import EquationSet, build_problem
 from .expressions import Const
@@ -43,6 +44,20 @@ def _held_torques(mech, eqs: EquationSet) -> np.ndarray | None:
     return tau
 
 
+def _lean(mech, tau: np.ndarray, f_ext: np.ndarray | None) -> Solution:
+    """The lean path: no constraints, torques known -> ``a = aba(q, v, S^T tau + f_ext)``.
+
+    One articulated-body pass solves ``M a + h = S^T tau + f_ext`` without forming M; it
+    leaves the mechanism's cached mass matrix and kinematics stale (they are recomputed
+    on demand at this state, as ``aba`` does not fill them).
+    """
+    gen = np.zeros(mech.nv) if f_ext is None else np.array(f_ext, dtype=float)
+    if mech.ntau:
+        gen[mech.tau_index] += tau
+    a = pin.aba(mech.model, mech.data, mech._q, mech._v, gen)
+    return Solution(np.concatenate((a, tau)) if tau.size else a, a, tau, {}, "lean")
+
+
 def evaluate(mech, eqs: EquationSet, t: float, q: np.ndarray, v: np.ndarray,
              f_ext: np.ndarray | None = None, check: bool = False) -> Solution:
     """Solve for accelerations, torques and constraint forces at (t, q, v).
@@ -58,27 +73,21 @@ def evaluate(mech, eqs: EquationSet, t: float, q: np.ndarray, v: np.ndarray,
     T = mech.times
     t0 = _time.perf_counter()
     mech.set_state(q, v, check=check)
-    M, h = mech.dynamics()
     tau = None if mech.constraints else _held_torques(mech, eqs)
     if tau is not None:
-        # lean path: only the motion equations and torques known now -> M a = S^T tau + f_ext - h
-        t1 = _time.perf_counter()
-        rhs = -h if f_ext is None else f_ext - h
-        if mech.ntau:
-            rhs = rhs.copy()
-            rhs[mech.tau_index] += tau
-        a = mech.mass_solve(rhs)
-        sol = Solution(np.concatenate([a, tau]), a, tau, {}, "lean")
-        t2 = t3 = _time.perf_counter()
-        p = None
-    else:
-        if mech.constraints:
-            mech.kinematics()
-        t1 = _time.perf_counter()
-        p = build_problem(mech, eqs, t, f_ext)
-        t2 = _time.perf_counter()
-        sol = solve(p)
-        t3 = _time.perf_counter()
+        sol = _lean(mech, tau, f_ext)
+        T.pinocchio += _time.perf_counter() - t0
+        T.calls += 1
+        mech.solution, mech.problem = sol, None
+        return sol
+    mech.dynamics()
+    if mech.constraints:
+        mech.kinematics()
+    t1 = _time.perf_counter()
+    p = build_problem(mech, eqs, t, f_ext)
+    t2 = _time.perf_counter()
+    sol = solve(p)
+    t3 = _time.perf_counter()
     T.pinocchio += t1 - t0
     T.assembly += t2 - t1
     T.solve += t3 - t2
