@@ -294,7 +294,7 @@ class CollisionWorld:
         return np.vstack([c.jacobian for c in contacts])
 
     def time_to_contact(self, q: np.ndarray, v: np.ndarray, safety: float = 0.5,
-                        velocity_tolerance: float = 1e-9) -> float:
+                        velocity_tolerance: float = 1e-9, exclude: set[int] | frozenset = frozenset()) -> float:
         """A step (s) short enough that no sign change of a pair's distance can be missed.
 
         - Approaching pair at distance d > 0, closing at c = -J_n v > 0: ``safety * (d + w) / c``
@@ -305,10 +305,13 @@ class CollisionWorld:
           after an impact: ``2 |d| / (J_n v)``, so that a step ends once the pair is apart
           again and a later return to contact is a visible crossing (a ball bouncing back
           down within one long step would otherwise be missed).
+
+        ``exclude``: pair indices not to consider (pairs held in contact by a hinge).
         """
         best = np.inf
         d = self.distances(q)
-        which = np.flatnonzero((d <= 0.0) | np.isfinite(self.thickness))  # half-spaces cannot be tunnelled
+        which = [k for k in np.flatnonzero((d <= 0.0) | np.isfinite(self.thickness))  # half-spaces cannot be tunnelled
+                 if k not in exclude]
         for c in self.contacts(q, v, which=which):
             u = c.normal_velocity
             if c.distance > 0.0 and u < 0.0:

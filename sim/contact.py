@@ -1,0 +1,1090 @@
+"""Continuous contact and Coulomb friction: the thesis' temporary hinges (sections 5.3, 5.4).
+
+Contacts that last are modelled as **contact hinges**, bilateral constraints that an
+event handler adds, changes and removes as the contact relationship changes:
+
+- A hinge joins body A (a box or a sphere) to body B (a half-space, the world, or a box
+  whose face is the contact surface). Its **support points** are material points of A,
+  taken from coal's contact patch (the vertices of the contact polygon: a face on a plane
+  gives four corners, an edge two points, a vertex one; a sphere one point). Each point
+  has a normal row ``n . (v_A(x) - v_B(x)) = 0`` with ``n`` B's outward surface normal
+  (fixed in B, from B towards A); its multiplier is the normal force (N, > 0 pressing).
+- **Sticking** hinges add two tangential rows at an anchor (the support points' centroid
+  at stick onset, fixed in A and B) and, for edge and face contacts, a torsion row about
+  ``n``; their multipliers are the friction force (N) and torque (N m). Coulomb's static
+  law ``|f_t| <= mu_s f_n`` is checked on the pair's totals.
+- **Sliding** hinges have normal rows only and carry kinetic friction: each normal force
+  acts along ``n - mu_k u`` (u the unit sliding direction of A relative to B), through
+  :meth:`ContactHinge.force_jacobian`.
+
+The **support set** is found at every contact event by a QP on the normal forces, never by
+enumerating subsets: with the candidate points' normal rows removed, the separating
+accelerations ``s = s0 + A lam`` (``s0`` at zero normal force, one column per unit force,
+each from a full solve of the control statements, so hinges, control equations and
+inverse dynamic control are all included) give the LCP ``lam >= 0, s >= 0, lam . s = 0``,
+solved as ``min 1/2 lam^T (A_sym + eps I) lam + s0^T lam, lam >= 0`` with quadprog (exact
+for forward dynamics, where A is the symmetric Delassus matrix). The small regularization
+picks the least-squares forces among equivalent ones, so redundant points (four corners of
+a box on a table) share the load instead of breaking the solve.
+
+:class:`ContactSource` is the event source (velocity kind) that watches, for every
+pair of the collision world:
+
+- pairs without a hinge: the signed distance (an impact, or a new contact when it comes
+  to rest within ``rest_velocity``);
+- support points: the normal force (tensile -> the point leaves the support);
+- sticking pairs: ``mu_s f_n - |f_t|`` (slip onset); sliding pairs: the sliding velocity
+  along its direction at slip onset (it stops: stick again, or slide the other way);
+- the other vertices of A: their gap to B's surface plus ``penetration_tolerance``
+  (a vertex comes down: an impact, the contact region grows);
+- support points on a finite box B: their margin inside B's face (the body slides off).
+
+Every change is logged: ``contact_made``, ``contact_changed`` (region face/edge/vertex,
+support points), ``contact_broken``, ``slip``, ``stick``, ``impact``.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import coal
+import numpy as np
+import pinocchio as pin
+import quadprog
+
+from controlkit.constraints import Constraint
+from controlkit.dynamics import evaluate
+from controlkit.errors import ControlkitError, ModelError
+from controlkit.vec3 import cross
+
+from .collision import CollisionWorld, PairFilter
+from .events import VELOCITY, EventSource
+from .impact import LAWS, RestitutionTable, resolve_impact
+
+LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+
+
+# ------------------------------------------------------------------ friction
+class FrictionTable:
+    """Static and kinetic Coulomb coefficients (dimensionless) per pair of materials.
+
+    Args:
+        default: ``(mu_static, mu_kinetic)`` for pairs not in the table.
+        pairs: ``{(material_a, material_b): (mu_static, mu_kinetic)}`` (order-free).
+        materials: geometry name -> material name (usually ``mech.materials``).
+    """
+
+    def __init__(self, default=(0.5, 0.4), pairs: Mapping | None = None, materials: Mapping[str, str] | None = None):
+        self.default = _check_mu(default, "default")
+        self.pairs = {frozenset(k): _check_mu(m, f"{k}") for k, m in (pairs or {}).items()}
+        self.materials = dict(materials or {})
+
+    def __call__(self, geom_a: str, geom_b: str) -> tuple[float, float]:
+        key = frozenset((self.materials.get(geom_a, geom_a), self.materials.get(geom_b, geom_b)))
+        return self.pairs.get(key, self.default)
+
+    @classmethod
+    def make(cls, spec, materials: Mapping[str, str] | None = None) -> "FrictionTable":
+        """From ``(mu_s, mu_k)``, one mu for both, 0 (frictionless), a dict with an optional
+        ``"default"`` entry, or a table."""
+        if isinstance(spec, FrictionTable):
+            if materials and not spec.materials:
+                spec.materials = dict(materials)
+            return spec
+        if spec is None:
+            return cls(materials=materials)
+        if isinstance(spec, Mapping):
+            spec = dict(spec)
+            default = spec.pop("default", (0.5, 0.4))
+            return cls(default, spec, materials)
+        return cls(spec, materials=materials)
+
+
+def _check_mu(m, what: str) -> tuple[float, float]:
+    ms, mk = (float(m), float(m)) if np.isscalar(m) else (float(m[0]), float(m[1]))
+    if ms < 0 or mk < 0 or mk > ms + 1e-12:
+        raise ControlkitError(f"friction {what}: need 0 <= mu_kinetic <= mu_static, got ({ms}, {mk})")
+    return ms, mk
+
+
+# ------------------------------------------------------------ point kinematics
+class _Body:
+    """World placement, velocity, drift acceleration and Jacobian of a joint's body at a state.
+
+    Point methods take world points ``x`` (k, 3) (m) and return one row per point.
+    """
+
+    __slots__ = ("R", "t", "w", "vo", "alpha", "ao", "J")
+
+    def __init__(self, mech, joint: int):
+        nv = mech.nv
+        if joint == 0:
+            self.R, self.t = np.eye(3), np.zeros(3)
+            self.w = self.vo = self.alpha = self.ao = np.zeros(3)
+            self.J = np.zeros((6, nv))
+            return
+        d = mech.data
+        M, vj, aj = d.oMi[joint], d.v[joint], d.a[joint]
+        R = M.rotation
+        self.R, self.t = R, M.translation.copy()
+        self.w, self.vo = R @ vj.angular, R @ vj.linear
+        # data.a holds the spatial drift (kinematics() runs with a = 0); classical = + w x v
+        self.alpha = R @ aj.angular
+        self.ao = R @ (aj.linear + cross(vj.angular, vj.linear))
+        self.J = pin.getJointJacobian(mech.model, d, joint, LWA)
+
+    def point(self, local: np.ndarray) -> np.ndarray:
+        """World position (m) of local points (k, 3) or (3,)."""
+        return local @ self.R.T + self.t
+
+    def velocity(self, x: np.ndarray) -> np.ndarray:
+        return self.vo + _crossk(self.w, x - self.t)
+
+    def drift(self, x: np.ndarray) -> np.ndarray:
+        r = x - self.t
+        return self.ao + _crossk(self.alpha, r) + _crossk(self.w, _crossk(self.w, r))
+
+    def directional_jacobian(self, x: np.ndarray, d: np.ndarray) -> np.ndarray:
+        """Rows ``d_i . J(x_i)`` (k, nv): the velocity of point x_i along d_i (both (k, 3))."""
+        # d . (v + w x r) = d . v + w . (r x d)
+        return d @ self.J[:3] + _crossk(x - self.t, d) @ self.J[3:]
+
+
+def _gap_rows(P: _Body, Q: _Body, k: np.ndarray, pts, u: np.ndarray | None, mu_k: float):
+    """Rows of material points of P resting on Q's surface (outward normal k, fixed in Q).
+
+    Returns gaps phi (m), rows J (``J v`` = separating speed, m/s), drifts ``Jdot v`` (m/s^2)
+    and force rows G (a normal force lam > 0 pushes P away from Q; when sliding with P's
+    direction u relative to Q it carries the kinetic friction ``-mu_k lam u``)."""
+    x = P.point(np.array([p.local_a for p in pts]))
+    o = Q.point(np.array([p.local_o for p in pts]))
+    r = np.array([p.radius for p in pts])
+    kk = np.broadcast_to(k, x.shape)
+    J = P.directional_jacobian(x, kk) - Q.directional_jacobian(x, kk)
+    dv = P.velocity(x) - Q.velocity(x)
+    phi = (x - o) @ k - r
+    drift = 2.0 * dv @ cross(Q.w, k) + (P.drift(x) - Q.drift(x)) @ k
+    G = J
+    if u is not None:
+        uu = np.broadcast_to(u, x.shape)
+        xc = x - r[:, None] * k
+        G = J - mu_k * (P.directional_jacobian(xc, uu) - Q.directional_jacobian(xc, uu))
+    return phi, J, drift, G
+
+
+def _crossk(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise cross products of (k, 3) / (3,) arrays without numpy.cross's overhead."""
+    if a.ndim == 1:  # w x r_i = r_i @ skew(w)^T
+        return b @ np.array([[0.0, a[2], -a[1]], [-a[2], 0.0, a[0]], [a[1], -a[0], 0.0]])
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    out[:, 0] = a[:, 1] * b[..., 2] - a[:, 2] * b[..., 1]
+    out[:, 1] = a[:, 2] * b[..., 0] - a[:, 0] * b[..., 2]
+    out[:, 2] = a[:, 0] * b[..., 1] - a[:, 1] * b[..., 0]
+    return out
+
+
+@dataclass
+class SupportPoint:
+    """A support point of a contact hinge: a material point of one body on the other's surface.
+
+    Attributes:
+        local_a: the material point (m, in its owner's joint frame); a sphere's centre.
+        local_o: the point of the other body's surface under it at creation (m, its joint frame).
+        radius: sphere radius (m): the contact point is ``x - radius n``; 0 for polyhedra.
+        owner: 0 when the point belongs to A (on B's surface, normal ``n``), 1 when it is a
+            vertex of B on A's face (normal: A's outward face normal), as at the corners of
+            the overlap of two boxes' faces that are B's.
+    """
+
+    local_a: np.ndarray
+    local_o: np.ndarray
+    radius: float = 0.0
+    owner: int = 0
+
+
+@dataclass
+class _Face:
+    """A rectangular face of a box B: centre and in-plane axes with half-extents, in B's joint frame."""
+
+    center: np.ndarray
+    axes: np.ndarray  # (2, 3)
+    half: np.ndarray  # (2,)
+
+
+# ------------------------------------------------------------- contact hinge
+class ContactHinge(Constraint):
+    """The temporary hinge of one contacting pair (see the module docstring for its rows).
+
+    Args:
+        name: constraint name (``contact <geom_a>/<geom_b>``).
+        pair: index of the pair in the collision world.
+        geoms: (geometry of A, geometry of B); joints: their joint ids (0 = world).
+        normal_b: B's outward surface normal in B's joint frame (unit).
+        mu: (mu_static, mu_kinetic).
+    """
+
+    kind = "contact"
+
+    def __init__(self, name: str, pair: int, geoms: tuple[str, str], joints: tuple[int, int],
+                 normal_b: np.ndarray, mu: tuple[float, float]):
+        super().__init__(name)
+        self.pair, self.geoms, self.joints = pair, geoms, joints
+        self.normal_b = np.asarray(normal_b, dtype=float)
+        self.normal_a = None  # A's outward face normal (A's joint frame), for points owned by B
+        self.mu_s, self.mu_k = mu
+        self.points: list[SupportPoint] = []
+        self.candidates: list[SupportPoint] = []  # the resting points of the contact region
+        self.spare_geometry: list[np.ndarray] = []
+        self.spare: list[SupportPoint] = []  # other vertices, watched for touching down
+        self.faces: tuple[_Face | None, _Face | None] = (None, None)  # finite faces of B and of A
+        self.region = "none"
+        self.mode = "stick" if self.mu_s > 0 else "frictionless"
+        self.slide_dir = np.zeros(3)  # world, at slip onset
+        self.slipped = False
+        self.stick_keep = np.ones(3, dtype=bool)  # stick rows held (dependent ones are dropped)
+        self.detached = False  # True while the support LCP applies its forces as external forces
+        self.version = 0
+        self._anchor_a = self._anchor_o = None
+        self._rrel0 = None
+        self._tangents_b = _tangents(self.normal_b)
+        self._cache_version = -1
+
+    # the constraint protocol ------------------------------------------------
+    @property
+    def signature(self):
+        return (self.name, self.version, self.detached, self.mode)
+
+    @property
+    def size(self) -> int:
+        return 0 if self.detached else len(self.points) + int(self._stick_mask().sum())
+
+    def _stick_mask(self) -> np.ndarray:
+        return self.stick_keep[: self._stick_rows()]
+
+    def _stick_rows(self) -> int:
+        if self.mode != "stick":
+            return 0
+        return 3 if self.region in ("edge", "face") else 2
+
+    def row_labels(self) -> list[str]:
+        if self.detached:
+            return []
+        labs = [f"{self.name}.n{i}" for i in range(len(self.points))]
+        return labs + [f"{self.name}.{s}" for s, k in zip(("t1", "t2", "torsion"), self._stick_mask()) if k]
+
+    def describe(self) -> str:
+        return f"contact {self.geoms[0]}/{self.geoms[1]}: {self.region}, {len(self.points)} points, {self.mode}"
+
+    def _rows(self):
+        if self._cache_version == self.mech._version:
+            return self._cache
+        self.mech.kinematics()
+        A, B = _Body(self.mech, self.joints[0]), _Body(self.mech, self.joints[1])
+        n = B.R @ self.normal_b
+        blocks = []
+        if self.points:
+            blocks.append(self._normal_rows(A, B, n))
+        k = self._stick_rows()
+        if k:
+            blocks.append(self._stick_block(A, B, n, k))
+        nv = self.mech.nv
+        if not blocks:
+            z = np.zeros(0)
+            self._cache = (z, np.zeros((0, nv)), z, np.zeros((0, nv)))
+        else:
+            self._cache = tuple(np.concatenate([b[i] for b in blocks]) for i in range(4))
+        self._cache_version = self.mech._version
+        return self._cache
+
+    def _normal_rows(self, A: _Body, B: _Body, n: np.ndarray):
+        u = self._sliding_direction(A, B, n) if self.mode == "slide" else None
+        own = np.array([p.owner for p in self.points])
+        out = [np.zeros(len(own)), np.zeros((len(own), self.mech.nv)), np.zeros(len(own)),
+               np.zeros((len(own), self.mech.nv))]
+        for owner in (0, 1):
+            idx = np.flatnonzero(own == owner)
+            if not idx.size:
+                continue
+            pts = [self.points[i] for i in idx]
+            if owner == 0:
+                rows = _gap_rows(A, B, n, pts, None if u is None else u, self.mu_k)
+            else:
+                rows = _gap_rows(B, A, A.R @ self.normal_a, pts, None if u is None else -u, self.mu_k)
+            for k in range(4):
+                out[k][idx] = rows[k]
+        return tuple(out)
+
+    def _stick_block(self, A: _Body, B: _Body, n: np.ndarray, k: int):
+        x = A.point(self._anchor_a)[None, :]
+        t = self._tangents_b @ B.R.T  # (2, 3)
+        xx = np.repeat(x, 2, axis=0)
+        J = A.directional_jacobian(xx, t) - B.directional_jacobian(xx, t)
+        dv = (A.velocity(x) - B.velocity(x))[0]
+        dd = (A.drift(x) - B.drift(x))[0]
+        # velocity-level rows (no position term): rows of two sticking bodies that are redundant
+        # (a foot and its toe) stay consistent, where anchors' position errors would not be
+        phi = np.zeros(k)
+        drift = 2.0 * _crossk(B.w, t) @ dv + t @ dd
+        if k == 3:
+            J = np.vstack([J, n @ (A.J[3:] - B.J[3:])])
+            drift = np.append(drift, cross(B.w, n) @ (A.w - B.w) + n @ (A.alpha - B.alpha))
+        return phi, J, drift, J
+
+    def _part(self, i: int) -> np.ndarray:
+        if self.detached:
+            return np.zeros((0, self.mech.nv)) if i % 2 else np.zeros(0)
+        keep = self.row_mask()
+        part = self._rows()[i]
+        return part if keep.all() else part[keep]
+
+    def row_mask(self) -> np.ndarray:
+        """Which of the full rows (normals, then t1, t2, torsion) are held."""
+        return np.concatenate([np.ones(len(self.points), dtype=bool), self._stick_mask()])
+
+    def error(self):
+        return self._part(0)
+
+    def jacobian(self):
+        return self._part(1)
+
+    def drift(self):
+        return self._part(2)
+
+    def force_jacobian(self):
+        return self._part(3)
+
+    # contact kinematics -------------------------------------------------------
+    def _sliding_direction(self, A: _Body, B: _Body, n: np.ndarray) -> np.ndarray:
+        vt = self.tangential_velocity(A, B, n)
+        s = np.linalg.norm(vt)
+        # past a stop (within an integration step) friction keeps its direction, so that the
+        # stop is a visible zero crossing of the slide guard instead of chatter inside a step
+        return vt / s if s > 1e-9 and vt @ self.slide_dir > 0 else self.slide_dir
+
+    def centroid_local(self) -> np.ndarray:
+        """The support points' centroid as a point of A (m, A's joint frame)."""
+        mech = self.mech
+        mech.kinematics()
+        A, B = _Body(mech, self.joints[0]), _Body(mech, self.joints[1])
+        xs = [A.point(p.local_a) if p.owner == 0 else B.point(p.local_a) for p in self.points]
+        return A.R.T @ (np.mean(xs, axis=0) - A.t)
+
+    def tangential_velocity(self, A: _Body | None = None, B: _Body | None = None, n=None) -> np.ndarray:
+        """Velocity (m/s, world) of A relative to B at the support centroid, in B's tangent plane."""
+        if A is None:
+            self.mech.kinematics()
+            A, B = _Body(self.mech, self.joints[0]), _Body(self.mech, self.joints[1])
+            n = B.R @ self.normal_b
+        x = A.point(self.centroid_local()) - np.mean([p.radius for p in self.points]) * n
+        dv = A.velocity(x) - B.velocity(x)
+        return dv - (n @ dv) * n
+
+    def set_anchor(self) -> None:
+        """Hold the current relative placement at the support centroid (stick onset)."""
+        mech = self.mech
+        mech.kinematics()
+        A, B = _Body(mech, self.joints[0]), _Body(mech, self.joints[1])
+        n = B.R @ self.normal_b
+        x = A.point(self.centroid_local()) - np.mean([p.radius for p in self.points]) * n
+        self._anchor_a = A.R.T @ (x - A.t)
+        self._anchor_o = B.R.T @ (x - B.t)
+        self._rrel0 = B.R.T @ A.R
+        self._cache_version = -1
+
+    def tangent_world(self, ft: np.ndarray) -> np.ndarray:
+        """A tangential force (2,) in the hinge's tangent basis as a world vector (3,)."""
+        R = self.mech.data.oMi[self.joints[1]].rotation if self.joints[1] else np.eye(3)
+        return ft @ (self._tangents_b @ R.T)
+
+    def forces(self, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Split a multiplier vector into normal forces (k,) N and tangential force (2,) N."""
+        k = len(self.points)
+        ft = np.zeros(2)
+        m = self._stick_mask()[:2]
+        ft[m] = lam[k:k + int(m.sum())]
+        return lam[:k], ft
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    return x / np.linalg.norm(x)
+
+
+def _tangents(n: np.ndarray) -> np.ndarray:
+    a = np.array([1.0, 0.0, 0.0]) if abs(n[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    t1 = np.cross(n, a)
+    t1 /= np.linalg.norm(t1)
+    return np.array([t1, np.cross(n, t1)])
+
+
+# ---------------------------------------------------------- contact geometry
+@dataclass
+class _PairContact:
+    """The contact geometry of one touching pair at one state (A, B chosen, points built)."""
+
+    pair: int
+    geoms: tuple[str, str]
+    joints: tuple[int, int]
+    normal_b: np.ndarray
+    points: list[SupportPoint]
+    region: str
+    spare: list[SupportPoint] = field(default_factory=list)
+    faces: tuple = (None, None)
+    normal_a: np.ndarray | None = None
+
+
+def _se3_to_tf(M: pin.SE3) -> coal.Transform3s:
+    return coal.Transform3s(M.rotation, M.translation)
+
+
+def _box_vertices(box: coal.Box) -> np.ndarray:
+    h = np.asarray(box.halfSide)
+    return np.array(list(itertools.product(*[(-x, x) for x in h])))
+
+
+class _Geometry:
+    """Builds support points from coal's contact patches for the world's pairs."""
+
+    SUPPORTED_A = (coal.Box, coal.Sphere)
+    SUPPORTED_B = (coal.Box, coal.Halfspace)
+
+    def __init__(self, world: CollisionWorld, touch_distance: float):
+        self.world = world
+        self.touch_distance = touch_distance
+        gm = world.gmodel
+        self.objs = [gm.geometryObjects[i] for i in range(gm.ngeoms)]
+        self.preq = coal.ContactPatchRequest()
+
+    def roles(self, pair: int) -> tuple[int, int] | None:
+        """Geometry indices (A, B) able to carry a hinge, B preferring the world / a half-space."""
+        ia, ib = self.world.pair_indices[pair]
+        ga, gb = self.objs[ia].geometry, self.objs[ib].geometry
+        options = []
+        for a, b, sa, sb in ((ia, ib, ga, gb), (ib, ia, gb, ga)):
+            if isinstance(sa, self.SUPPORTED_A) and isinstance(sb, self.SUPPORTED_B):
+                fixed = self.objs[b].parentJoint == 0 or isinstance(sb, coal.Halfspace)
+                options.append((not fixed, (a, b)))
+        return min(options)[1] if options else None
+
+    def contact(self, pair: int) -> _PairContact | None:
+        """The pair's contact patch at the world's placed state, or None when not touching."""
+        roles = self.roles(pair)
+        if roles is None:
+            return None
+        ia, ib = roles
+        gd = self.world.gdata
+        Ma, Mb = gd.oMg[ia], gd.oMg[ib]
+        sa, sb = self.objs[ia].geometry, self.objs[ib].geometry
+        req = coal.CollisionRequest()
+        req.security_margin = self.touch_distance
+        req.num_max_contacts = 1
+        res = coal.CollisionResult()
+        coal.collide(sa, _se3_to_tf(Ma), sb, _se3_to_tf(Mb), req, res)
+        if not res.isCollision():
+            return None
+        pres = coal.ContactPatchResult()
+        coal.computeContactPatch(sa, _se3_to_tf(Ma), sb, _se3_to_tf(Mb), res, self.preq, pres)
+        if pres.numContactPatches() == 0:
+            return None
+        patch = pres.getContactPatch(0)
+        n = -np.asarray(patch.getNormal(), dtype=float)  # coal: from shape 1 (A) to shape 2 (B)
+        pts = [np.asarray(patch.getPoint(k), dtype=float) for k in range(patch.size())]
+        n, swap = self._snap_normal(n, sa, Ma, sb, Mb)
+        if swap:
+            ia, ib, sa, sb, Ma, Mb = ib, ia, sb, sa, Mb, Ma
+        return self._build(pair, ia, ib, sa, sb, Ma, Mb, n, pts)
+
+    def _snap_normal(self, n, sa, Ma, sb, Mb):
+        """Use the exact face normal of the box whose face is in contact (B's, or A's with roles swapped)."""
+        if isinstance(sb, coal.Halfspace):
+            return Mb.rotation @ np.asarray(sb.n, dtype=float), False
+        best = (-2.0, n, False)
+        if isinstance(sb, coal.Box):
+            for k in range(3):
+                for s in (1.0, -1.0):
+                    axis = s * Mb.rotation[:, k]
+                    best = max(best, (axis @ n, axis, False), key=lambda z: z[0])
+        if isinstance(sa, coal.Box) and isinstance(sb, coal.Box):
+            for k in range(3):
+                for s in (1.0, -1.0):
+                    axis = s * Ma.rotation[:, k]  # A's outward face normal is -n
+                    if -axis @ n > best[0] + 1e-9:
+                        best = (-axis @ n, axis, True)
+        return best[1], best[2]
+
+    def _build(self, pair, ia, ib, sa, sb, Ma, Mb, n, pts) -> _PairContact:
+        objs = self.objs
+        ja, jb = objs[ia].parentJoint, objs[ib].parentJoint
+        data = self.world.data
+        Ja = data.oMi[ja] if ja else pin.SE3.Identity()
+        Jb = data.oMi[jb] if jb else pin.SE3.Identity()
+        plane_b = self._plane_point(sb, Mb, n)
+        nb = Jb.rotation.T @ n
+        if isinstance(sa, coal.Sphere):
+            c = Ma.translation
+            point = SupportPoint(Ja.actInv(c), Jb.actInv(c - n * (n @ (c - plane_b))), float(sa.radius))
+            return _PairContact(pair, (objs[ia].name, objs[ib].name), (ja, jb), nb, [point], "point")
+        face_a = self._plane_point(sa, Ma, -n)
+        verts_a = _box_vertices(sa) @ Ma.rotation.T + Ma.translation
+        verts_b = _box_vertices(sb) @ Mb.rotation.T + Mb.translation if isinstance(sb, coal.Box) else np.zeros((0, 3))
+        near = 10.0 * self.touch_distance
+        points = []
+        for p in _dedupe(pts):
+            on_b = len(verts_b) and np.min(np.linalg.norm(verts_b - p, axis=1)) <= near
+            on_a = np.min(np.linalg.norm(verts_a - p, axis=1)) <= near
+            if on_b and not on_a:  # a corner of B's face inside A's face: it stays B's
+                x = verts_b[int(np.argmin(np.linalg.norm(verts_b - p, axis=1)))]
+                points.append(SupportPoint(Jb.actInv(x), Ja.actInv(x - n * (n @ (x - face_a))), owner=1))
+            else:
+                x = p + n * (n @ (face_a - p))  # onto A's support plane along n
+                points.append(SupportPoint(Ja.actInv(x), Jb.actInv(p - n * (n @ (p - plane_b)))))
+        region = {1: "vertex", 2: "edge"}.get(len(points), "face")
+        spare = [SupportPoint(Ja.actInv(x), Jb.actInv(plane_b)) for x in verts_a]
+        spare += [SupportPoint(Jb.actInv(x), Ja.actInv(face_a), owner=1) for x in verts_b]
+        faces = (self._face(sb, Mb, Jb, n) if isinstance(sb, coal.Box) else None, self._face(sa, Ma, Ja, -n))
+        return _PairContact(pair, (objs[ia].name, objs[ib].name), (ja, jb), nb, points, region, spare, faces,
+                            Ja.rotation.T @ -n)
+
+    @staticmethod
+    def _plane_point(sb, Mb, n):
+        if isinstance(sb, coal.Halfspace):
+            nl = np.asarray(sb.n, dtype=float)
+            return Mb.act(nl * float(sb.d))
+        h = np.asarray(sb.halfSide)
+        return Mb.translation + n * np.max(np.abs(Mb.rotation.T @ n) * h)
+
+    @staticmethod
+    def _face(sb, Mb, Jb, n) -> _Face:
+        h = np.asarray(sb.halfSide)
+        loc = Mb.rotation.T @ n
+        k = int(np.argmax(np.abs(loc)))
+        others = [i for i in range(3) if i != k]
+        center = Mb.translation + n * h[k]
+        axes = np.array([Mb.rotation[:, i] for i in others])
+        R = Jb.rotation.T
+        return _Face(Jb.actInv(center), axes @ R.T, h[others])
+
+
+def _margin(face: _Face | None, Q: _Body, x: np.ndarray) -> np.ndarray:
+    """How far (m) world points x (k, 3) lie inside Q's finite face (in its plane), inf without one."""
+    if face is None:
+        return np.full(len(x), np.inf)
+    r = x - Q.point(face.center)
+    return np.min(face.half - np.abs(r @ (face.axes @ Q.R.T).T), axis=1)
+
+
+def _dedupe(pts, tol=1e-9):
+    out = []
+    for p in pts:
+        if all(np.linalg.norm(p - q) > tol for q in out):
+            out.append(p)
+    return out
+
+
+# ----------------------------------------------------------- support-set LCP
+def _support_qp(A: np.ndarray, s0: np.ndarray, normal: np.ndarray, t: float) -> np.ndarray:
+    """``min 1/2 lam^T (A_sym + eps I) lam + s0^T lam`` with ``lam >= 0`` on the normal rows (quadprog).
+
+    The mixed LCP's solution when A is symmetric (forward dynamics); the least-squares forces
+    among equivalent ones when points are redundant."""
+    k = len(s0)
+    H = 0.5 * (A + A.T)
+    scale = max(float(np.max(np.abs(np.diag(H)))), 1e-12)
+    # A is positive semi-definite up to round-off (and for sliding friction only nearly so)
+    shift = max(0.0, -float(np.linalg.eigvalsh(H)[0])) + 1e-9 * scale
+    H = H + shift * np.eye(k)
+    C = np.eye(k)[:, normal]
+    try:
+        lam = quadprog.solve_qp(H, -s0, C, np.zeros(C.shape[1]), 0)[0]
+    except ValueError as exc:
+        raise ControlkitError(f"t = {t:.9g} s: the contact support problem could not be solved ({exc})") from exc
+    return np.where(normal, np.maximum(lam, 0.0), lam)
+
+
+def _refine_lcp(A: np.ndarray, s0: np.ndarray, normal: np.ndarray, lam: np.ndarray,
+                max_iter: int = 50) -> np.ndarray:
+    """Active-set pivoting on the true (possibly unsymmetric, e.g. sliding friction) A from the QP's
+    support: drop the most tensile support point, add the most penetrating free point, until
+    ``lam >= 0, s = s0 + A lam >= 0`` hold with ``lam_i s_i = 0`` on the normal rows (the other rows
+    always held; least-squares forces on redundant sets)."""
+    k = len(s0)
+    tol_s = 1e-9 * max(float(np.max(np.abs(s0))), 1e-12)
+    S = ~normal | (lam > 1e-9 * max(float(lam[normal].max(initial=0.0)), 1e-12))
+    for _ in range(max_iter):
+        lamS = np.zeros(k)
+        idx = np.flatnonzero(S)
+        if idx.size:
+            lamS[idx] = np.linalg.lstsq(A[np.ix_(idx, idx)], -s0[idx], rcond=1e-10)[0]
+        s = s0 + A @ lamS
+        neg = np.where(S & normal, lamS, np.inf)
+        pen = np.where(~S & normal, s, np.inf)
+        tol_l = 1e-9 * max(float(np.abs(lamS).max(initial=0.0)), 1e-12)
+        if neg.min() < -tol_l:
+            S[int(np.argmin(neg))] = False
+        elif pen.min() < -tol_s:
+            S[int(np.argmin(pen))] = True
+        else:
+            return np.where(normal, np.maximum(lamS, 0.0), lamS)
+    return lam  # no convergence: keep the QP's forces
+
+
+# ----------------------------------------------------------- the event source
+class ContactSource(EventSource):
+    """Impacts, contact hinges and stick/slip friction for the pairs of a collision world.
+
+    Args:
+        world: the collision world.
+        friction: a :class:`FrictionTable`, ``(mu_s, mu_k)``, one mu, 0 (frictionless) or a dict.
+        restitution: impact restitution: one e, ``{(mat_a, mat_b): e, "default": e}`` or a table.
+        law: impact law: ``"simultaneous"`` (default), ``"propagative"`` or ``"plastic"``.
+        tolerance: time tolerance (s) of event isolation.
+        touch_distance: pairs closer than this (m) are touching.
+        penetration_tolerance: slack (m) of the watched vertices and face margins.
+        rest_velocity: a contact whose normal velocity after an impact is below this (m/s) rests.
+        stick_velocity: a new contact whose sliding speed is below this (m/s) sticks.
+    """
+
+    kind = VELOCITY
+
+    def __init__(self, world: CollisionWorld, friction=None, restitution=0.0, *, law: str = "simultaneous",
+                 tolerance: float = 1e-9, touch_distance: float = 1e-5, penetration_tolerance: float = 1e-6,
+                 rest_velocity: float = 1e-3, stick_velocity: float = 1e-4, impact_velocity: float = 1e-7,
+                 name: str = "contacts"):
+        if law not in LAWS:
+            raise ControlkitError(f"enable_contacts: law must be one of {', '.join(LAWS)}; got {law!r}")
+        for what, val in (("tolerance", tolerance), ("touch_distance", touch_distance),
+                          ("penetration_tolerance", penetration_tolerance), ("rest_velocity", rest_velocity),
+                          ("stick_velocity", stick_velocity)):
+            if not val > 0:
+                raise ControlkitError(f"enable_contacts: {what} must be positive, got {val}")
+        mats = world.mech.materials
+        self.world = world
+        self.friction = FrictionTable.make(friction, mats)
+        self.restitution = RestitutionTable.make(restitution, mats)
+        self.law = law
+        self.tolerance = float(tolerance)
+        self.touch_distance = float(touch_distance)
+        self.slack = float(penetration_tolerance)
+        self.rest_velocity = float(rest_velocity)
+        self.stick_velocity = float(stick_velocity)
+        self.impact_velocity = float(impact_velocity)
+        self.name = name
+        self.geometry = _Geometry(world, self.touch_distance)
+        self.hinges: dict[int, ContactHinge] = {}
+        self.support_solves: list[float] = []  # wall time (s) of each support-set solve
+        self.impacts = 0
+
+    # --------------------------------------------------------------- guards
+    def guards(self, sim, t, q, v):
+        d = self.world.distances(q)
+        for k in self.hinges:
+            d[k] = -1.0  # a hinged pair is watched through its hinge
+        if not self.hinges:
+            return d
+        mech = sim.mech
+        if not (mech._q is q and mech._v is v and mech.solution is not None and mech.problem is not None):
+            sim._accel(t, q, v)
+        sol = mech.solution
+        out = [d]
+        for h in self.hinges.values():
+            out.append(self._hinge_guards(h, sol.lam.get(h.name, np.zeros(h.size))))
+        return np.concatenate(out)
+
+    def _hinge_guards(self, h: ContactHinge, lam: np.ndarray) -> np.ndarray:
+        fn, ft = h.forces(lam)
+        g = list(fn)
+        if h.mode == "stick":
+            g.append(h.mu_s * fn.sum() - np.linalg.norm(ft))
+        elif h.mode == "slide":
+            g.append(h.tangential_velocity() @ h.slide_dir)
+        mech = h.mech
+        mech.kinematics()
+        A, B = _Body(mech, h.joints[0]), _Body(mech, h.joints[1])
+        n = B.R @ h.normal_b
+        m = A.R @ h.normal_a if h.normal_a is not None else -n
+        for owner, (P, Q, k) in enumerate(((A, B, n), (B, A, m))):
+            face = h.faces[owner]
+            spare = [s for s in h.spare if s.owner == owner]
+            if spare:
+                x = P.point(np.array([s.local_a for s in spare]))
+                gap = (x - Q.point(np.array([s.local_o for s in spare]))) @ k
+                # a vertex matters only over the face: max(gap, -margin) <= 0 means below and inside
+                g.extend(np.maximum(gap, -_margin(face, Q, x)) + self.slack)
+            pts = [p for p in h.points if p.owner == owner]
+            if face is not None and pts:
+                g.extend(_margin(face, Q, P.point(np.array([p.local_a for p in pts]))) + self.slack)
+        return np.asarray(g, dtype=float)
+
+    def max_step(self, sim, t, q, v):
+        return self.world.time_to_contact(q, v, exclude=set(self.hinges))
+
+    # -------------------------------------------------------------- handler
+    def handle(self, sim, t, fired):
+        self.update(sim)
+
+    def update(self, sim) -> None:
+        """Re-establish every contact at the simulator's state: impacts, support sets, stick/slip."""
+        mech = sim.mech
+        mech.set_state(sim.q, sim.v, check=False)
+        self.world._place(sim.q, True)
+        d = self.world.distances(sim.q)
+        touching = sorted(set(np.flatnonzero(d <= self.touch_distance)) | set(self.hinges))
+        geo = {k: self.geometry.contact(int(k)) for k in touching}
+        geo = {k: g for k, g in geo.items() if g is not None}
+        self._impact(sim, geo)
+        self._establish(sim, geo)
+
+    def _point_rows(self, sim, geo):
+        """Normal rows (k, nv), normal velocities (k,) and owners of every candidate point."""
+        mech = sim.mech
+        mech.set_state(sim.q, sim.v, check=False)
+        mech.kinematics()
+        rows, owners = [], []
+        for k, g in geo.items():
+            A, B = _Body(mech, g.joints[0]), _Body(mech, g.joints[1])
+            n = B.R @ g.normal_b
+            m = A.R @ g.normal_a if g.normal_a is not None else -n
+            for i, p in enumerate(g.points):
+                P, Q, kk = (A, B, n) if p.owner == 0 else (B, A, m)
+                rows.append(_gap_rows(P, Q, kk, [p], None, 0.0)[1])
+                owners.append((k, i))
+        J = np.vstack(rows) if rows else np.zeros((0, mech.nv))
+        return J, J @ sim.v, owners
+
+    def _impact(self, sim, geo) -> None:
+        if not geo:
+            return
+        J, u, owners = self._point_rows(sim, geo)
+        if not len(u) or u.min() >= -self.impact_velocity:
+            return
+        mech = sim.mech
+        M, _ = mech.dynamics()
+        # bilateral constraints (loop closures, welds) take part in the impact as stiff plastic rows
+        cons = [c for c in mech.constraints.values() if not isinstance(c, ContactHinge)]
+        e = np.array([self.restitution(*geo[k].geoms) for k, _ in owners])
+        rows, ee = J, e
+        if cons:
+            Jc = np.vstack([c.jacobian() for c in cons])
+            Jc = np.vstack([Jc, -Jc])
+            rows, ee = np.vstack([J, Jc]), np.concatenate([e, np.zeros(len(Jc))])
+        names = ", ".join(f"{geo[k].geoms[0]}/{geo[k].geoms[1]}" for k in geo)
+        res = resolve_impact(M, rows, sim.v, ee, self.law, where=f"t = {sim.t:.9g} s, impact of {names}")
+        k0, k1 = res.kinetic_energy_before, res.kinetic_energy_after
+        nimp = len(u)
+        sim.log("impact", f"{self.law} impact: {names}; kinetic energy {k0:.6g} -> {k1:.6g} J", law=self.law,
+                pairs=[list(geo[k].geoms) for k in geo], normal_velocity_before=u.tolist(),
+                normal_velocity_after=(J @ res.v).tolist(), impulses=res.impulses[:nimp].tolist(),
+                restitution=e.tolist(), kinetic_energy_before=k0, kinetic_energy_after=k1,
+                v_before=sim.v.tolist(), v_after=res.v.tolist())
+        self.impacts += 1
+        sim.v = res.v
+        mech.set_state(sim.q, sim.v, check=False)
+
+    def _establish(self, sim, geo) -> None:
+        mech = sim.mech
+        J, u, owners = self._point_rows(sim, geo) if geo else (np.zeros((0, mech.nv)), np.zeros(0), [])
+        resting = {}
+        for (k, i), ui in zip(owners, u):
+            if ui <= self.rest_velocity:
+                resting.setdefault(k, []).append(i)
+        old = {k: (h.region, len(h.points), h.mode) for k, h in self.hinges.items()}
+        # candidate hinges: every resting point, normal rows lifted
+        for k in list(self.hinges):
+            if k not in resting:
+                self._remove(sim, k, "separating")
+        for k, idx in resting.items():
+            g = geo[k]
+            h = self.hinges.get(k)
+            if h is None:
+                h = self._new_hinge(sim, g)
+            self._reshape(h, g, idx)
+        for h in self.hinges.values():
+            h.slipped = False
+        for _ in range(6):  # support sets and friction modes depend on each other
+            if not self.hinges:
+                break
+            self._support(sim)
+            if not self.hinges or not self._friction_pass(sim):
+                break
+        for k, h in list(self.hinges.items()):
+            self._log_change(sim, k, h, old.get(k))
+        sim.set_state()
+
+    def _new_hinge(self, sim, g: _PairContact) -> ContactHinge:
+        mu = self.friction(*g.geoms)
+        h = ContactHinge(f"contact {g.geoms[0]}/{g.geoms[1]}", g.pair, g.geoms, g.joints, g.normal_b, mu)
+        h.points, h.region = list(g.points), g.region
+        h.bind(sim.mech)
+        h._sim = sim
+        h.mode = "new"
+        self.hinges[g.pair] = h
+        sim.mech.constraints[h.name] = h
+        return h
+
+    def _reshape(self, h: ContactHinge, g: _PairContact, idx: list[int]) -> None:
+        h.joints, h.geoms, h.normal_b, h.normal_a = g.joints, g.geoms, g.normal_b, g.normal_a
+        h._tangents_b = _tangents(g.normal_b)
+        h.candidates = [g.points[i] for i in idx]
+        h.points = list(h.candidates)
+        h.region = g.region if len(idx) == len(g.points) else {1: "vertex", 2: "edge"}.get(len(idx), "face")
+        if g.region == "point":
+            h.region = "point"
+        h.spare_geometry = [s for s in g.spare
+                            if not any(s.owner == p.owner and np.allclose(s.local_a, p.local_a, atol=1e-7) for p in h.points)]
+        h.spare = list(h.spare_geometry)
+        h.faces = g.faces
+        h.version += 1
+        h._cache_version = -1
+
+    def _remove(self, sim, k: int, why: str) -> None:
+        h = self.hinges.pop(k)
+        sim.mech.constraints.pop(h.name, None)
+        sim.log("contact_broken", f"{h.geoms[0]}/{h.geoms[1]}: contact broken ({why})", pair=list(h.geoms))
+
+    # ------------------------------------------------------ support set (QP)
+    def _support(self, sim) -> None:
+        import time as _t
+        t0 = _t.perf_counter()
+        mech = sim.mech
+        hinges = list(self.hinges.values())
+        for h in hinges:
+            if h.mode == "new":
+                vt = h.tangential_velocity()
+                if h.mu_s == 0:
+                    h.mode = "frictionless"
+                elif np.linalg.norm(vt) <= self.stick_velocity:
+                    h.mode = "stick"
+                    h.set_anchor()
+                else:
+                    h.mode, h.slide_dir = "slide", vt / np.linalg.norm(vt)
+        for h in hinges:
+            h.stick_keep[:] = True
+            h.points, h.spare = list(h.candidates), list(h.spare_geometry)
+            h.version += 1
+            h._cache_version = -1
+        lam = self._lcp(sim, hinges)
+        tol = 1e-9 * max(float(lam.max(initial=0.0)), 1e-12)
+        keep = self._independent(mech, hinges, lam, lam > tol)
+        off = 0
+        for h in hinges:
+            k = len(h.points)
+            if h.region != "point":
+                # the contact region is what carries load: face, edge or vertex
+                h.region = {0: "none", 1: "vertex", 2: "edge"}.get(int(np.sum(lam[off:off + k] > tol)), "face")
+            self._keep_points(h, keep[off:off + k])
+            off += k
+        for _ in range(len(lam)):
+            # a basic (independent) support may need a tensile force where the full one did not
+            sol = sim.solve_now()
+            worst = min(((h.forces(sol.lam[h.name])[0].min(initial=np.inf), h) for h in self.hinges.values()),
+                        key=lambda z: z[0], default=(np.inf, None))
+            if worst[0] >= -tol:
+                break
+            fn = worst[1].forces(sol.lam[worst[1].name])[0]
+            self._keep_points(worst[1], fn > fn.min())
+        self.support_solves.append(_t.perf_counter() - t0)
+
+    def _keep_points(self, h: ContactHinge, keep: np.ndarray) -> None:
+        if keep.all():
+            return
+        if not keep.any():
+            self._remove(h._sim, h.pair, "no compressive support")
+            return
+        h.spare += [p for p, kp in zip(h.points, keep) if not kp]
+        h.points = [p for p, kp in zip(h.points, keep) if kp]
+        h.version += 1
+        h._cache_version = -1  # a sticking pair keeps the anchor where the stick began
+
+    @staticmethod
+    def _independent(mech, hinges, lam: np.ndarray, positive: np.ndarray) -> np.ndarray:
+        """Points to hold: compressive ones whose rows are independent of the constraints, the
+        sticking rows and the points already chosen (largest forces first). Also sets each
+        hinge's ``stick_keep``. Dependent rows would leave the forces indeterminate and make
+        nearly dependent ones (a foot and its toe both flat) inconsistent."""
+        chosen: list[np.ndarray] = []
+
+        def add(row) -> bool:
+            nr = np.linalg.norm(row)
+            if nr == 0.0:
+                return False
+            trial = np.array(chosen + [row / nr])
+            sv = np.linalg.svd(trial, compute_uv=False)
+            if len(sv) < len(trial) or sv[-1] <= 1e-5 * sv[0]:  # well clear of the solver's and the critical-form rank tests
+                return False
+            chosen.append(row / nr)
+            return True
+
+        for c in mech.constraints.values():
+            if not isinstance(c, ContactHinge):
+                for row in c.jacobian():
+                    add(row)
+        full = [h._rows()[1] for h in hinges]
+        for h, J in zip(hinges, full):
+            k = len(h.points)
+            for i in range(h._stick_rows()):
+                h.stick_keep[i] = add(J[k + i])
+            h._cache_version = -1
+        keep = np.zeros(len(lam), dtype=bool)
+        rows = np.vstack([J[: len(h.points)] for h, J in zip(hinges, full)]) if hinges else np.zeros((0, mech.nv))
+        for i in np.argsort(-lam, kind="stable"):
+            if positive[i]:
+                keep[i] = add(rows[i])
+        return keep
+
+    def _lcp(self, sim, hinges: Sequence[ContactHinge]) -> np.ndarray:
+        """Normal forces (N) of every candidate point (see the module docstring).
+
+        First the candidate set itself: when holding every candidate point bilaterally needs
+        no tensile force, that is the LCP's solution. Otherwise the mixed LCP (normal forces
+        >= 0 with complementarity, sticking rows' forces free) in contact space, its matrix from
+        full solves with the hinges' forces applied as external forces.
+        """
+        mech = sim.mech
+        try:
+            sol = sim.solve_now()
+            lam = np.concatenate([h.forces(sol.lam[h.name])[0] for h in hinges])
+            if lam.min(initial=0.0) >= -1e-9 * max(float(np.abs(lam).max(initial=0.0)), 1e-12):
+                return np.maximum(lam, 0.0)
+        except ControlkitError:
+            pass  # e.g. candidates that cannot all hold at once
+        q, v, t = sim.q, sim.v, sim.t
+        f0 = np.zeros(mech.nv)
+        if sim.external_force is not None:
+            mech.set_state(q, v, check=False)
+            f0 = np.asarray(sim.external_force(t, mech), dtype=float)
+        mech.set_state(q, v, check=False)
+        blocks = [h._rows() for h in hinges]
+        phi, J, drift, G = (np.concatenate([b[i] for b in blocks]) for i in range(4))
+        normal = np.concatenate([np.arange(len(b[0])) < len(h.points) for b, h in zip(blocks, hinges)])
+        for h in hinges:
+            h.detached = True
+        try:
+            stab = drift + sim.equations.kv * (J @ v) + sim.equations.kp * phi
+            a0 = evaluate(mech, sim.equations, t, q, v, f0).a
+            s0 = J @ a0 + stab
+            cols = [J @ evaluate(mech, sim.equations, t, q, v, f0 + G[i]).a + stab - s0 for i in range(len(J))]
+        finally:
+            for h in hinges:
+                h.detached = False
+                h._cache_version = -1
+            mech.set_state(q, v, check=False)
+        A = np.array(cols).T
+        lam = _support_qp(A, s0, normal, t)
+        return _refine_lcp(A, s0, normal, lam)[normal]
+
+    # -------------------------------------------------------------- friction
+    def _friction_pass(self, sim) -> bool:
+        """One pass of Coulomb's law over the hinges; True when a mode changed.
+
+        A sticking pair whose friction reaches ``mu_s f_n`` slides, against its friction force;
+        a sliding pair that has stopped sticks (tentatively: the next pass checks the static law)."""
+        sol = sim.solve_now()
+        changed = False
+        for h in self.hinges.values():
+            fn, ft = h.forces(sol.lam.get(h.name, np.zeros(h.size)))
+            # the same test as the slip guard (which fires at <= 0), so a handled event never repeats
+            if h.mode == "stick" and np.linalg.norm(ft) >= h.mu_s * fn.sum() * (1 - 1e-9) - 1e-12:
+                if np.linalg.norm(ft) == 0.0:
+                    continue  # no support left to hold anything: the support pass removes it
+                h.mode, h.slide_dir = "slide", _unit(-h.tangent_world(ft))
+                h.slipped = True  # it starts sliding now: not "stopped" within this update
+                changed = True
+            elif h.mode == "slide" and h.slipped:
+                pass
+            elif h.mode == "slide" and np.linalg.norm(vt := h.tangential_velocity()) > self.stick_velocity:
+                if vt @ h.slide_dir < (1 - 1e-6) * np.linalg.norm(vt):
+                    h.slide_dir = _unit(vt)  # turned: follow the sliding direction, re-arm the guard
+                    h._cache_version = -1
+            elif h.mode == "slide":
+                h.mode = "stick"
+                h.set_anchor()
+                changed = True
+            if changed:
+                h.version += 1
+                h._cache_version = -1
+        return changed
+
+    # ---------------------------------------------------------------- logging
+    def _log_change(self, sim, k, h: ContactHinge, before) -> None:
+        pts = len(h.points)
+        data = dict(pair=list(h.geoms), region=h.region, points=pts, mode=h.mode)
+        if before is None:
+            sim.log("contact_made", f"{h.geoms[0]}/{h.geoms[1]}: {h.region} contact, {pts} points, {h.mode}", **data)
+            h._logged_mode = h.mode
+            return
+        region, npts, mode = before
+        if (region, npts) != (h.region, pts):
+            sim.log("contact_changed", f"{h.geoms[0]}/{h.geoms[1]}: {region} -> {h.region} ({npts} -> {pts} points)",
+                    before=region, **data)
+        if mode != h.mode and mode != "new":
+            kind = "slip" if h.mode == "slide" else "stick" if h.mode == "stick" else "contact_changed"
+            sim.log(kind, f"{h.geoms[0]}/{h.geoms[1]}: {mode} -> {h.mode}", **data)
+
+    def active(self) -> bool:
+        return True
+
+    # ------------------------------------------------------------ reporting
+    def pair_forces(self, sim) -> dict[str, dict]:
+        """Contact forces on A of every hinged pair at the last solve, by ``"geom_a/geom_b"``.
+
+        Each entry: ``normal`` (N, total), ``friction`` (N, world vector: held by the
+        sticking rows, or ``-mu_k f_n u`` while sliding), ``mode``, ``region``, ``points``.
+        """
+        sol = sim.mech.solution
+        out = {}
+        for h in self.hinges.values():
+            fn, ft = h.forces(sol.lam.get(h.name, np.zeros(h.size)) if sol is not None else np.zeros(h.size))
+            if h.mode == "stick":
+                fr = h.tangent_world(ft)
+            elif h.mode == "slide":
+                sim.mech.kinematics()
+                A, B = _Body(sim.mech, h.joints[0]), _Body(sim.mech, h.joints[1])
+                fr = -h.mu_k * fn.sum() * h._sliding_direction(A, B, B.R @ h.normal_b)
+            else:
+                fr = np.zeros(3)
+            out[f"{h.geoms[0]}/{h.geoms[1]}"] = dict(normal=float(fn.sum()), friction=fr, mode=h.mode,
+                                                     region=h.region, points=len(h.points))
+        return out
+
+    def force_probe(self, sim, geom_a: str, geom_b: str) -> "ContactForceProbe":
+        """A recordable quantity: (normal N, friction x, y, z N) of one pair, zeros when apart."""
+        return ContactForceProbe(self, sim, f"{geom_a}/{geom_b}")
+
+
+class ContactForceProbe:
+    """Contact force of one pair as a recordable quantity (``Simulator(record={...})``), N."""
+
+    def __init__(self, source: ContactSource, sim, key: str):
+        self.source, self.sim, self.key, self.name = source, sim, key, f"contact force {key}"
+
+    def position(self, mech) -> np.ndarray:
+        f = self.source.pair_forces(self.sim).get(self.key)
+        if f is None:
+            a, b = self.key.split("/")
+            f = self.source.pair_forces(self.sim).get(f"{b}/{a}")
+        return np.zeros(4) if f is None else np.concatenate([[f["normal"]], f["friction"]])
+
+
+def enable_contacts(sim, friction=None, restitution=0.0, pairs: Sequence[tuple[str, str]] | None = None,
+                    filter: PairFilter | None = None, **options) -> ContactSource:
+    """Continuous contact with Coulomb friction and impacts between the mechanism's geometries.
+
+    Args:
+        sim: the simulator.
+        friction: ``(mu_static, mu_kinetic)``, one mu, 0 (frictionless), ``{(mat_a, mat_b): (mu_s, mu_k),
+            "default": ...}`` or a :class:`FrictionTable` (default (0.5, 0.4)).
+        restitution: impact restitution (default 0: plastic), as for :func:`sim.impact.add_impacts`.
+        pairs: geometry (or body) pairs to watch; default all pairs the collision filters keep.
+        filter: extra pair predicate.
+        options: see :class:`ContactSource` (``law``, ``tolerance``, ``touch_distance``,
+            ``penetration_tolerance``, ``rest_velocity``, ``stick_velocity``, ``name``).
+    Returns:
+        the registered source; it also establishes the contacts of the current state
+        (bodies resting on each other at the start get their hinges at once).
+    """
+    world = CollisionWorld(sim.mech, pairs=pairs, filter=filter)
+    options.setdefault("tolerance", min(sim.event_tolerance, 1e-9))
+    src = ContactSource(world, friction, restitution, **options)
+    sim.add_source(src)
+    src.update(sim)
+    return src
