@@ -154,7 +154,7 @@ def _parser() -> argparse.ArgumentParser:
     c = sub.add_parser("compare", help="one task under inverse, computed-torque and joint-PD control",
                        description="Run one task under inverse dynamic control, computed torque at several "
                                    "clocks (with and without model error) and joint PD; print a table, write plots.")
-    c.add_argument("task", help="redundant_arm, panda_circle or ur5_circle")
+    c.add_argument("task", help="redundant_arm, panda_circle, ur5_circle or biped_stance")
     c.add_argument("rest", nargs=argparse.REMAINDER, help="options passed on (--out DIR, --duration S, ...)")
     c.set_defaults(fn=_cmd_compare)
     return p

@@ -201,6 +201,7 @@ class SupportPoint:
     local_o: np.ndarray
     radius: float = 0.0
     owner: int = 0
+    offset: float = 0.0  # spare vertices: how far (m) below the surface it already was when watched
 
 
 @dataclass
@@ -538,6 +539,16 @@ class _Geometry:
             else:
                 x = p + n * (n @ (face_a - p))  # onto A's support plane along n
                 points.append(SupportPoint(Ja.actInv(x), Jb.actInv(p - n * (n @ (p - plane_b)))))
+        # vertices touching the other face that the patch left out (its points lie around the deepest one)
+        for owner, (verts, plane, k, face, Mq, Jp, Jq) in enumerate(
+                ((verts_a, plane_b, n, isinstance(sb, coal.Box) and (sb, Mb), Mb, Ja, Jb),
+                 (verts_b, face_a, -n, (sa, Ma), Ma, Jb, Ja))):
+            for x in verts:
+                if (x - plane) @ k > self.touch_distance or not _inside(face, x, self.touch_distance):
+                    continue
+                have = [Ja.act(p.local_a) if p.owner == 0 else Jb.act(p.local_a) for p in points]
+                if all(np.linalg.norm(x - y) > near for y in have):
+                    points.append(SupportPoint(Jp.actInv(x), Jq.actInv(x - k * ((x - plane) @ k)), owner=owner))
         region = {1: "vertex", 2: "edge"}.get(len(points), "face")
         spare = [SupportPoint(Ja.actInv(x), Jb.actInv(plane_b)) for x in verts_a]
         spare += [SupportPoint(Jb.actInv(x), Ja.actInv(face_a), owner=1) for x in verts_b]
@@ -571,6 +582,15 @@ def _margin(face: _Face | None, Q: _Body, x: np.ndarray) -> np.ndarray:
         return np.full(len(x), np.inf)
     r = x - Q.point(face.center)
     return np.min(face.half - np.abs(r @ (face.axes @ Q.R.T).T), axis=1)
+
+
+def _inside(face, x: np.ndarray, tol: float) -> bool:
+    """Whether world point x lies over a box's face (``(box, placement)``; False means not a box: inside)."""
+    if face is False or face is None:
+        return True
+    box, M = face
+    loc = M.rotation.T @ (x - M.translation)
+    return bool(np.all(np.abs(loc) <= np.asarray(box.halfSide) + tol))
 
 
 def _dedupe(pts, tol=1e-9):
@@ -671,12 +691,15 @@ class ContactSource(EventSource):
         self.name = name
         self.geometry = _Geometry(world, self.touch_distance)
         self.hinges: dict[int, ContactHinge] = {}
+        self._grace: set[int] = set()  # pairs whose contact broke while they still touched
         self.support_solves: list[float] = []  # wall time (s) of each support-set solve
         self.impacts = 0
 
     # --------------------------------------------------------------- guards
     def guards(self, sim, t, q, v):
         d = self.world.distances(q)
+        for k in self._grace:
+            d[k] += self.slack  # broken while touching: a later return is a crossing past the slack
         for k in self.hinges:
             d[k] = -1.0  # a hinged pair is watched through its hinge
         if not self.hinges:
@@ -709,6 +732,7 @@ class ContactSource(EventSource):
                 x = P.point(np.array([s.local_a for s in spare]))
                 gap = (x - Q.point(np.array([s.local_o for s in spare]))) @ k
                 # a vertex matters only over the face: max(gap, -margin) <= 0 means below and inside
+                gap = gap - np.array([s.offset for s in spare])
                 g.extend(np.maximum(gap, -_margin(face, Q, x)) + self.slack)
             pts = [p for p in h.points if p.owner == owner]
             if face is not None and pts:
@@ -728,6 +752,7 @@ class ContactSource(EventSource):
         mech.set_state(sim.q, sim.v, check=False)
         self.world._place(sim.q, True)
         d = self.world.distances(sim.q)
+        self._grace = {k for k in self._grace if d[k] <= self.touch_distance}
         touching = sorted(set(np.flatnonzero(d <= self.touch_distance)) | set(self.hinges))
         geo = {k: self.geometry.contact(int(k)) for k in touching}
         geo = {k: g for k, g in geo.items() if g is not None}
@@ -839,6 +864,7 @@ class ContactSource(EventSource):
     def _remove(self, sim, k: int, why: str) -> None:
         h = self.hinges.pop(k)
         sim.mech.constraints.pop(h.name, None)
+        self._grace.add(k)
         sim.log("contact_broken", f"{h.geoms[0]}/{h.geoms[1]}: contact broken ({why})", pair=list(h.geoms))
 
     # ------------------------------------------------------ support set (QP)
@@ -882,7 +908,24 @@ class ContactSource(EventSource):
                 break
             fn = worst[1].forces(sol.lam[worst[1].name])[0]
             self._keep_points(worst[1], fn > fn.min())
+        for h in self.hinges.values():
+            self._arm_spares(h)
         self.support_solves.append(_t.perf_counter() - t0)
+
+    def _arm_spares(self, h: ContactHinge) -> None:
+        """Watch the spare vertices from where they are: one already slightly below the surface
+        (a dropped redundant point) fires when it sinks a further ``penetration_tolerance``."""
+        mech = h.mech
+        mech.kinematics()
+        A, B = _Body(mech, h.joints[0]), _Body(mech, h.joints[1])
+        n = B.R @ h.normal_b
+        m = A.R @ h.normal_a if h.normal_a is not None else -n
+        spares = []
+        for s in h.spare:
+            P, Q, k = (A, B, n) if s.owner == 0 else (B, A, m)
+            gap = float((P.point(s.local_a) - Q.point(s.local_o)) @ k)
+            spares.append(SupportPoint(s.local_a, s.local_o, s.radius, s.owner, min(gap, 0.0)))
+        h.spare = spares
 
     def _keep_points(self, h: ContactHinge, keep: np.ndarray) -> None:
         if keep.all():

@@ -166,3 +166,28 @@ def test_friction_table_and_bad_input():
     sim = Simulator(b.mechanism, b.q0, b.v0)
     with pytest.raises(ControlkitError):
         enable_contacts(sim, touch_distance=-1.0)
+
+
+def test_pendulum_strikes_the_block_with_restitution_and_nothing_interpenetrates():
+    """The thesis' section 2.3 scene (Fig. 2.1): the ball (e = .7) hits the tall block on the ground."""
+    import robots
+    from sim.collision import CollisionWorld
+
+    b = robots.thesis_pendulum_scene()
+    sim = Simulator(b.mechanism, b.q0, b.v0, dt=2e-3, integrator="rk4")
+    enable_contacts(sim, friction=(0.5, 0.4), restitution={**b.info["restitution"], "default": 0.0})
+    rec = sim.run(2.5)
+    kinds = _kinds(rec)
+    assert kinds[0] == "contact_made"  # the block stands on the ground from the start
+    strike = next(e for e in rec.events if e.kind == "impact" and ["pendulum.ball", "block"] in e.data["pairs"])
+    assert 1.3 < strike.time < 1.8  # "about 1.5 s after release"
+    u0 = np.array(strike.data["normal_velocity_before"])
+    u1 = np.array(strike.data["normal_velocity_after"])
+    i = int(np.argmin(u0))  # the approaching ball (the block's ground points are at rest)
+    assert u0[i] < -1.0
+    assert u1[i] == pytest.approx(-0.7 * u0[i], rel=1e-9)
+    assert "contact_broken" in kinds  # the block leaves its face contact...
+    assert kinds.count("contact_made") >= 2  # ...and comes back onto the ground on a vertex or an edge
+    world = CollisionWorld(sim.mech)
+    worst = min(world.distances(q).min() for q in rec.q[::5])
+    assert worst > -1e-5  # m: within the contact tolerances (touch 1e-5 m), for a 7 m tall block
