@@ -193,7 +193,7 @@ class WeldConstraint(_TwoFrames):
 
     def error(self):
         Ma, Mb = self._placements()
-        return np.concatenate([Ma.translation - Mb.translation, pin.log3(Ma.rotation @ Mb.rotation.T)])
+        return np.concatenate([Ma.translation - Mb.translation, pin.log3(Ma.rotation.dot(Mb.rotation.T))])
 
     def jacobian(self):
         return self._jac()
@@ -205,7 +205,7 @@ class WeldConstraint(_TwoFrames):
         _, Ma, Mb, J, dr = self._fast()
         e = np.empty(6)
         e[:3] = Ma.translation - Mb.translation
-        e[3:] = pin.log3(Ma.rotation @ Mb.rotation.T)
+        e[3:] = pin.log3(Ma.rotation.dot(Mb.rotation.T))
         return e, J, dr
 
 
@@ -224,13 +224,13 @@ class HingeConstraint(_TwoFrames):
     def error(self):
         Ma, Mb = self._placements()
         xa, ya, zb = self._axes()
-        return np.concatenate([Ma.translation - Mb.translation, [xa @ zb, ya @ zb]])
+        return np.concatenate([Ma.translation - Mb.translation, [xa.dot(zb), ya.dot(zb)]])
 
     def jacobian(self):
         J = self._jac()
         xa, ya, zb = self._axes()
         n = np.vstack([cross(xa, zb), cross(ya, zb)])
-        return np.vstack([J[:3], n @ J[3:]])
+        return np.vstack([J[:3], n.dot(J[3:])])
 
     def drift(self):
         xa, ya, zb = self._axes()
@@ -241,7 +241,7 @@ class HingeConstraint(_TwoFrames):
         for ea in (xa, ya):
             n = cross(ea, zb)
             ndot = cross(cross(wa, ea), zb) + cross(ea, cross(wb, zb))
-            rows.append(n @ d6[3:] + ndot @ (wa - wb))
+            rows.append(n.dot(d6[3:]) + ndot.dot(wa - wb))
         return np.concatenate([d6[:3], rows])
 
     def terms(self):
@@ -250,20 +250,20 @@ class HingeConstraint(_TwoFrames):
         xa, ya, zb = Ra[:, 0], Ra[:, 1], Rb[:, 2]
         e = np.empty(5)
         e[:3] = Ma.translation - Mb.translation
-        e[3], e[4] = xa @ zb, ya @ zb
+        e[3], e[4] = xa.dot(zb), ya.dot(zb)
         nx, ny = cross(xa, zb), cross(ya, zb)
         n = np.empty((2, 3))
         n[0], n[1] = nx, ny
         J = np.empty((5, J6.shape[1]))
         J[:3] = J6[:3]
-        J[3:] = n @ J6[3:]
+        J[3:] = n.dot(J6[3:])
         wa = self.mech.frame_velocity(self.fa).angular
         wb = self.mech.frame_velocity(self.fb).angular if self.fb is not None else np.zeros(3)
         dr = np.empty(5)
         dr[:3] = d6[:3]
         for i, (ea, n) in enumerate(((xa, nx), (ya, ny))):
             ndot = cross(cross(wa, ea), zb) + cross(ea, cross(wb, zb))
-            dr[3 + i] = n @ d6[3:] + ndot @ (wa - wb)
+            dr[3 + i] = n.dot(d6[3:]) + ndot.dot(wa - wb)
         return e, J, dr
 
     def row_labels(self):

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import EquationError, UnknownNameError
-from .expressions import Context, Expr, Lin, as_expr
+from .expressions import Const, Context, Expr, Lin, as_expr
 from .constraints import Constraint, static_labels
 from .singular import locked_directions
 
@@ -115,16 +115,49 @@ class Layout:
 
 
 # ------------------------------------------------------------- the problem
-@dataclass
 class Block:
-    """Named rows ``A x = b`` (equality) or ``A x <= b`` (inequality); ``kind`` says where they come from."""
+    """Named rows ``A x = b`` (equality) or ``A x <= b`` (inequality); ``kind`` says where they come from.
 
-    name: str
-    kind: str
-    A: np.ndarray
-    b: np.ndarray
-    labels: list[str] = field(default_factory=list)
-    weight: np.ndarray | None = None  # costs only
+    ``A`` may be given dense, or by column blocks ``Aa`` (on a) and ``Aw`` (on [tau | lam]),
+    None where zero, with the layout's ``nv`` and ``nx``; the solver works on the blocks,
+    and ``A`` is built from them when asked for.
+    """
+
+    def __init__(self, name: str, kind: str, A: np.ndarray | None = None, b: np.ndarray | None = None,
+                 labels: list[str] | None = None, weight: np.ndarray | None = None, *,
+                 Aa: np.ndarray | None = None, Aw: np.ndarray | None = None,
+                 nv: int | None = None, nx: int | None = None):
+        self.name, self.kind, self.b = name, kind, b
+        self.labels = [] if labels is None else labels
+        self.weight = weight  # costs only
+        self._A, self.Aa, self.Aw, self.nv, self.nx = A, Aa, Aw, nv, nx
+
+    @classmethod
+    def of(cls, name: str, kind: str, L: Lin, b: np.ndarray, nv: int, nx: int, **kw) -> "Block":
+        """Rows of an affine expression, keeping its column blocks."""
+        Aa, Aw = L.parts(nv)
+        return cls(name, kind, None, b, Aa=Aa, Aw=Aw, nv=nv, nx=nx, **kw)
+
+    @property
+    def A(self) -> np.ndarray:
+        """The dense rows (m, nx)."""
+        if self._A is None:
+            A = np.zeros((len(self.b), self.nx))
+            if self.Aa is not None:
+                A[:, :self.nv] = self.Aa
+            if self.Aw is not None:
+                A[:, self.nv:] = self.Aw
+            self._A = A
+        return self._A
+
+    def parts(self, nv: int) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """The column blocks (on a, on [tau | lam]), None where zero."""
+        if self._A is not None and self.Aa is None and self.Aw is None:
+            return self._A[:, :nv], self._A[:, nv:]
+        return self.Aa, self.Aw
+
+    def __repr__(self) -> str:
+        return f"Block({self.name!r}, {self.kind!r}, {len(self.b)} rows)"
 
 
 @dataclass
@@ -308,6 +341,19 @@ def _constraint_plan(mech, cons: dict) -> _ConstraintPlan:
     return plan
 
 
+def _assigned_columns(eqs: EquationSet, layout: Layout) -> dict[str, np.ndarray]:
+    """Columns of x set directly by each assignment of a torque or force (cached per statement version)."""
+    c = eqs.__dict__.get("_assigned_cols")
+    if c is None or c[0] != eqs.version or c[1] is not layout:
+        cols = {}
+        for name, asg in eqs.assignments.items():
+            q = asg.quantity
+            if hasattr(q, "columns") and q.columns(layout)[0] >= layout.nv:
+                cols[name] = q.columns(layout)
+        c = eqs._assigned_cols = (eqs.version, layout, cols)
+    return c[2]
+
+
 def build_problem(mech, eqs: EquationSet, t: float, f_ext: np.ndarray | None = None,
                   layout: Layout | None = None) -> Problem:
     """Assemble the equation set at the mechanism's current state.
@@ -333,7 +379,7 @@ def build_problem(mech, eqs: EquationSet, t: float, f_ext: np.ndarray | None = N
         for c, sl in zip(cons, plan.slices):
             phi[sl], Jc[sl], drift[sl] = c.terms()
         Jf = None if plan.ideal else np.vstack([c.force_jacobian() for c in cons])
-        rhs = -drift - eqs.kv * (Jc @ v) - eqs.kp * phi
+        rhs = -drift - eqs.kv * Jc.dot(v) - eqs.kp * phi
         R = locked_directions(mech, cons, Jc, plan.memo) if eqs.critical_forms else None
         if R is not None:
             # motions ruled out at second order: held like a constraint, with their own reactions
@@ -344,23 +390,29 @@ def build_problem(mech, eqs: EquationSet, t: float, f_ext: np.ndarray | None = N
             layout = layout or Layout.for_mechanism(mech, {"critical form": len(R)})
         else:
             layout = layout or plan.layout
-        A = np.zeros((len(rhs), layout.nx))
-        A[:, layout.a] = Jc
-        equalities.append(Block("constraints", "constraint", A, rhs, list(labels)))
+        equalities.append(Block("constraints", "constraint", None, rhs, list(labels),
+                                Aa=Jc, nv=layout.nv, nx=layout.nx))
     else:
         Jc, Jf, labels = np.zeros((0, mech.nv)), None, []
-        layout = layout or Layout.for_mechanism(mech)
-    nx = layout.nx
+        if layout is None:
+            # one layout object while nothing is constrained: caches keyed by it stay valid
+            layout = mech.__dict__.get("_free_layout")
+            if layout is None or (layout.nv, layout.ntau) != (mech.nv, mech.ntau):
+                layout = mech._free_layout = Layout.for_mechanism(mech)
+    nv, nx = layout.nv, layout.nx
     ctx = Context(mech, t, layout)
     for name, eq in eqs.equations.items():
         L = _lin(eq.residual.evaluate(ctx), nx, name, "control equation")
-        equalities.append(Block(name, "control", L.A, -L.b))
+        equalities.append(Block.of(name, "control", L, -L.b, nv, nx))
     fixed: list[tuple[str, np.ndarray, np.ndarray]] = []
+    unknown_cols = _assigned_columns(eqs, layout) if eqs.assignments else {}
     for name, asg in eqs.assignments.items():
-        val = np.atleast_1d(np.asarray(asg.value.evaluate(ctx), dtype=float))
+        value = asg.value
+        # a constant is already a float vector (Const.value); anything else is normalized
+        val = value.value if type(value) is Const else np.atleast_1d(np.asarray(value.evaluate(ctx), dtype=float))
         q = asg.quantity
-        if hasattr(q, "columns") and q.columns(layout)[0] >= layout.nv:
-            cols = q.columns(layout)
+        cols = unknown_cols.get(name)
+        if cols is not None:
             if val.size == 1 and len(cols) > 1:
                 val = np.full(len(cols), val[0])
             if val.shape != (len(cols),):
@@ -370,16 +422,17 @@ def build_problem(mech, eqs: EquationSet, t: float, f_ext: np.ndarray | None = N
             L = q.acceleration(ctx)
             if val.size == 1 and len(L.b) > 1:
                 val = np.full(len(L.b), val[0])
-            equalities.append(Block(name, "assignment", L.A, val - L.b))
+            equalities.append(Block.of(name, "assignment", L, val - L.b, nv, nx))
     costs = []
     for name, c in eqs.costs.items():
         L = _lin(c.expr.evaluate(ctx), nx, name, "cost")
-        w = np.broadcast_to(np.asarray(c.weight, dtype=float), L.b.shape).copy()
-        costs.append(Block(name, "cost", L.A, -L.b, weight=w))
+        w = (np.full(L.b.shape, float(c.weight)) if np.ndim(c.weight) == 0
+             else np.broadcast_to(np.asarray(c.weight, dtype=float), L.b.shape).copy())
+        costs.append(Block.of(name, "cost", L, -L.b, nv, nx, weight=w))
     ineqs = []
     for name, ineq in eqs.inequalities.items():
         L = _lin(ineq.expr.evaluate(ctx), nx, name, "inequality")
-        ineqs.append(Block(name, "inequality", L.A, -L.b))
+        ineqs.append(Block.of(name, "inequality", L, -L.b, nv, nx))
     return Problem(t, layout, M, bias, mech.S, Jc, equalities, fixed, costs, ineqs,
                    default_cost=eqs.underdetermined == "default", mass_solve=mech.mass_solve,
                    mass_factor=getattr(mech, "mass_factor", None),

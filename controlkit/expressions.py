@@ -20,30 +20,83 @@ import numpy as np
 from .errors import EquationError
 
 
+def _plus(x, y):
+    """Sum of two column blocks, None standing for zero."""
+    if x is None:
+        return y
+    return x if y is None else x + y
+
+
 class Lin:
-    """An affine function ``A x + b`` of the unknowns: A (m, nx), b (m,)."""
+    """An affine function ``A x + b`` of the unknowns x = [a (nv) | w (nw)], w = [tau | lam].
 
-    __slots__ = ("A", "b")
+    ``A`` is kept by column blocks: ``a`` (m, nv) on the accelerations and ``w`` (m, nw) on
+    the torques and forces, each None when zero. A quantity's acceleration involves only
+    ``a`` and a torque only ``w``, so sums and scalings never touch the zero columns, and
+    the solver multiplies only the blocks there are. ``A`` (m, nx) is built on demand;
+    ``Lin(A, b)`` with a dense A is accepted as well.
+    """
 
-    def __init__(self, A: np.ndarray, b: np.ndarray):
-        self.A, self.b = A, b
+    __slots__ = ("dense", "a", "w", "b", "nv", "nw")
+
+    def __init__(self, A: np.ndarray | None = None, b: np.ndarray | None = None, *,
+                 a: np.ndarray | None = None, w: np.ndarray | None = None,
+                 nv: int | None = None, nw: int | None = None):
+        self.dense, self.b = A, b
+        self.a, self.w, self.nv, self.nw = a, w, nv, nw
+
+    @property
+    def A(self) -> np.ndarray:
+        """The dense matrix (m, nx)."""
+        if self.dense is not None:
+            return self.dense
+        A = np.zeros((len(self.b), self.nv + self.nw))
+        if self.a is not None:
+            A[:, :self.nv] = self.a
+        if self.w is not None:
+            A[:, self.nv:] = self.w
+        return A
+
+    def parts(self, nv: int) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """The column blocks (on a, on w), None where zero."""
+        if self.dense is not None:
+            return self.dense[:, :nv], self.dense[:, nv:]
+        return self.a, self.w
+
+    def _like(self, a, w, b) -> "Lin":
+        return Lin(b=b, a=a, w=w, nv=self.nv, nw=self.nw)
 
     def __add__(self, o):
         if isinstance(o, Lin):
+            if self.dense is None and o.dense is None:
+                return self._like(_plus(self.a, o.a), _plus(self.w, o.w), self.b + o.b)
             return Lin(self.A + o.A, self.b + o.b)
-        return Lin(self.A, self.b + o)
+        if self.dense is not None:
+            return Lin(self.dense, self.b + o)
+        return self._like(self.a, self.w, self.b + o)
 
     __radd__ = __add__
 
     def __neg__(self):
-        return Lin(-self.A, -self.b)
+        return self.scale(-1.0)
 
-    def scale(self, s):
-        if np.ndim(s) == 2:
-            return Lin(s @ self.A, s @ self.b)
-        if np.ndim(s) == 1 and len(s) != 1:
-            return Lin(s[:, None] * self.A, s * self.b)
-        return Lin(s * self.A, s * self.b)
+    def scale(self, s, nd: int | None = None):
+        """``s * (A x + b)`` for a scalar, a vector (row weights) or a matrix s; nd = np.ndim(s) if known."""
+        nd = np.ndim(s) if nd is None else nd
+        if self.dense is not None:
+            A, b = self.dense, self.b
+            if nd == 2:
+                return Lin(s.dot(A), s.dot(b))
+            if nd == 1 and len(s) != 1:
+                return Lin(s[:, None] * A, s * b)
+            return Lin(s * A, s * b)
+        a, w = self.a, self.w
+        if nd == 2:
+            return self._like(None if a is None else s.dot(a), None if w is None else s.dot(w), s.dot(self.b))
+        if nd == 1 and len(s) != 1:
+            c = s[:, None]
+            return self._like(None if a is None else c * a, None if w is None else c * w, s * self.b)
+        return self._like(None if a is None else s * a, None if w is None else s * w, s * self.b)
 
 
 @dataclass
@@ -61,10 +114,11 @@ def _add(x, y):
     return np.asarray(x, dtype=float) + np.asarray(y, dtype=float)
 
 
-def _scale(s, x):
+def _scale(s, x, nd: int | None = None):
+    nd = np.ndim(s) if nd is None else nd
     if isinstance(x, Lin):
-        return x.scale(s)
-    if np.ndim(s) == 2:
+        return x.scale(s, nd)
+    if nd == 2:
         return s @ np.asarray(x, dtype=float)
     return s * np.asarray(x, dtype=float)
 
@@ -169,10 +223,11 @@ class Scaled(Expr):
         self.s = s if np.ndim(s) == 0 else np.asarray(s, dtype=float)
         if np.ndim(self.s) == 0:
             self.s = float(self.s)
+        self.nd = np.ndim(self.s)  # once: np.ndim at every evaluation adds up
         self.x = x
 
     def evaluate(self, ctx):
-        return _scale(self.s, self.x.evaluate(ctx))
+        return _scale(self.s, self.x.evaluate(ctx), self.nd)
 
     def describe(self):
         inner = self.x.describe()

@@ -42,10 +42,12 @@ class Quantity:
         raise ControlkitError(f"quantity {self.name!r} has no drift term")
 
     def acceleration(self, ctx) -> Lin:
-        """``J a + Jdot v`` as an affine function of x = [a | tau | lam]."""
-        A = np.zeros((self.size, ctx.layout.nx))
-        A[:, ctx.layout.a] = self.jacobian(ctx.mech)
-        return Lin(A, self.drift(ctx.mech).copy())
+        """``J a + Jdot v`` as an affine function of x = [a | tau | lam] (only its ``a`` block)."""
+        L = ctx.layout
+        J = self.jacobian(ctx.mech)
+        if J.shape != (self.size, L.nv):  # e.g. a size-1 quantity's Jacobian given as (nv,)
+            J = np.broadcast_to(J, (self.size, L.nv))
+        return Lin(b=self.drift(ctx.mech).copy(), a=J, nv=L.nv, nw=L.nx - L.nv)
 
     # sugar: q.pos, q.vel, q.acc
     @property
@@ -212,6 +214,26 @@ class CenterOfMass(CachedQuantity):
         return c, d.vcom[0].copy(), J, d.acom[0].copy()
 
 
+def _selection(cols: np.ndarray, layout) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The 0/1 rows selecting columns ``cols`` of x, split into their a and w blocks (None if zero).
+
+    Read-only: the blocks are shared by every evaluation with this layout.
+    """
+    nv, nw = layout.nv, layout.nx - layout.nv
+    k = len(cols)
+    rows = np.arange(k)
+    blocks = []
+    for lo, width, in_block in ((0, nv, cols < nv), (nv, nw, cols >= nv)):
+        if not in_block.any():
+            blocks.append(None)
+            continue
+        B = np.zeros((k, width))
+        B[rows[in_block], cols[in_block] - lo] = 1.0
+        B.setflags(write=False)
+        blocks.append(B)
+    return blocks[0], blocks[1]
+
+
 class _Unknown(Quantity, Expr):
     """A quantity that is a block of the unknown vector itself; usable directly in expressions
     (``tau <= 50``, ``cost(tau)``) as well as through ``acc(...)``."""
@@ -226,10 +248,12 @@ class _Unknown(Quantity, Expr):
         raise NotImplementedError
 
     def acceleration(self, ctx) -> Lin:
-        cols = self._cols(ctx.layout)
-        A = np.zeros((len(cols), ctx.layout.nx))
-        A[np.arange(len(cols)), cols] = 1.0
-        return Lin(A, np.zeros(len(cols)))
+        L = ctx.layout
+        sel = self.__dict__.get("_selection")
+        if sel is None or sel[0] is not L:  # the selection depends on the layout only
+            cols = self._cols(L)
+            sel = self._selection = (L, *_selection(cols, L), len(cols))
+        return Lin(b=np.zeros(sel[3]), a=sel[1], w=sel[2], nv=L.nv, nw=L.nx - L.nv)
 
     def columns(self, layout) -> np.ndarray:
         """Indices of the unknown vector this quantity occupies."""

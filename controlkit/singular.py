@@ -62,8 +62,8 @@ def _still_full_rank(ref, J: np.ndarray) -> bool:
     J0, smin0, smax0 = ref
     if J0.shape != J.shape:
         return False
-    dJ = (J - J0).ravel()
-    e = math.sqrt(float(dJ @ dJ))
+    dJ = J - J0
+    e = math.sqrt(float(np.vdot(dJ, dJ)))
     return smin0 - e > 2.0 * RANK_TOL * (smax0 + e)
 
 

@@ -55,7 +55,10 @@ def _reduce(p: Problem):
     nv, nx = L.nv, L.nx
     nw = nx - nv
     G = p.Jc if p.Jf is None else p.Jf
-    B = np.hstack([p.S.T, G.T]) if nw else np.zeros((nv, 0))
+    if not nw:
+        B = np.zeros((nv, 0))
+    else:
+        B = np.hstack([p.S.T, G.T]) if len(G) else p.S.T
     msolve = p.mass_solve or _dense_mass_solve(p.M)
     wF = np.zeros(nw)
     free = np.ones(nw, dtype=bool)
@@ -71,7 +74,7 @@ def _reduce(p: Problem):
             f"t = {p.time:.6g} s: two direct assignments set the same unknown ({', '.join(names)})", names, p)
     wF[fixed_cols - nv] = fixed_vals
     free[fixed_cols - nv] = False
-    p0 = msolve(B @ wF - p.bias)
+    p0 = msolve(B.dot(wF) - p.bias)
     P = msolve(B[:, free]) if free.any() else np.zeros((nv, 0))
     return P, p0, free, wF
 
@@ -98,7 +101,7 @@ def _constrained_forward(p: Problem) -> Solution | None:
         return None  # non-ideal constraint forces: the Delassus matrix is not symmetric
     tau = np.zeros(L.ntau)
     for _, cols, vals in p.fixed:
-        if cols.max() >= L.nv + L.ntau:
+        if max(cols.tolist()) >= L.nv + L.ntau:  # (numpy's max of a few ints costs more)
             return None
         tau[cols - L.nv] = vals
     if p.mass_factor is not None:
@@ -127,25 +130,27 @@ def _delassus_by_factor(p: Problem, tau: np.ndarray) -> Solution | None:
     """
     L = p.layout
     U, D = p.mass_factor()
+    F = U * np.sqrt(D)  # scales U's columns; stays Fortran-ordered for BLAS
     J = p.Jc
     k, nv = J.shape
     B = np.empty((nv, k + 1), order="F")
     B[:, :k] = J.T
-    np.subtract(tau @ p.S, p.bias, out=B[:, k])
-    dis = 1.0 / np.sqrt(D)
-    W = blas.dtrsm(1.0, U, B, lower=0, diag=1, overwrite_b=1)
-    W *= dis[:, None]
+    np.subtract(tau.dot(p.S), p.bias, out=B[:, k])
+    W = blas.dtrsm(1.0, F, B, lower=0, overwrite_b=1)
     Wj, wg = W[:, :k], W[:, k]
-    c, info = lapack.dpotrf(Wj.T @ Wj)
-    dg = c.diagonal()
-    dg2 = dg * dg
-    if info != 0 or dg2.min() <= RANK_TOL * dg2.max():
+    c, info = lapack.dpotrf(Wj.T.dot(Wj))
+    dg = c.diagonal().tolist()  # a dozen pivots: Python's min/max beat numpy's reductions
+    if info != 0 or min(dg) ** 2 <= RANK_TOL * max(dg) ** 2:
         return None
-    lam, _ = lapack.dpotrs(c, p.equalities[0].b - wg @ Wj)
-    z = wg + Wj @ lam
-    z *= dis
-    a = blas.dtrsm(1.0, U, z[:, None], lower=0, trans_a=1, diag=1, overwrite_b=1)[:, 0]
-    x = np.concatenate([a, tau, lam])
+    lam, _ = lapack.dpotrs(c, p.equalities[0].b - wg.dot(Wj))
+    z = Wj.dot(lam)
+    z += wg
+    nt = L.ntau
+    x = np.empty(nv + nt + k)
+    x[:nv] = blas.dtrsm(1.0, F, z[:, None], lower=0, trans_a=1, overwrite_b=1)[:, 0]
+    x[nv:nv + nt] = tau
+    x[nv + nt:] = lam
+    a = x[:nv]
     return Solution(x, a, tau, {name: x[s] for name, s in L.lam.items()}, "direct")
 
 
@@ -154,27 +159,54 @@ def _dense_mass_solve(M):
     return lambda b: sla.cho_solve(chol, b, check_finite=False)
 
 
-def _reduce_rows(A, b, P, p0, free, wF, nv):
-    Aa, Aw = A[:, :nv], A[:, nv:]
-    if len(free) == P.shape[1]:  # every torque and force free (nothing assigned): no selection
-        return Aa @ P + Aw, b - Aa @ p0
-    return Aa @ P + Aw[:, free], b - Aa @ p0 - Aw @ wF
+def _reduce_rows(Aa, Aw, b, P, p0, free, wF, nv):
+    """Rows ``Aa a + Aw w = b`` in y: ``Aa P + Aw[:, free]``, ``b - Aa p0 - Aw wF`` (None blocks are zero)."""
+    if Aa is not None:
+        E, f = Aa.dot(P), b - Aa.dot(p0)
+    else:
+        E, f = np.zeros((len(b), P.shape[1])), b.copy()
+    if Aw is not None:
+        if len(free) == P.shape[1]:  # every torque and force free (nothing assigned): no selection
+            E += Aw
+        else:
+            E += Aw[:, free]
+            f -= Aw.dot(wF)
+    return E, f
+
+
+def _stack_parts(blocks, nv):
+    """The blocks' rows stacked: (Aa or None, Aw or None, b)."""
+    if len(blocks) == 1:
+        Aa, Aw = blocks[0].parts(nv)
+        return Aa, Aw, blocks[0].b
+    parts = [blk.parts(nv) for blk in blocks]
+    b = np.concatenate([blk.b for blk in blocks])
+    stacked = []
+    for i in (0, 1):
+        if all(pt[i] is None for pt in parts):
+            stacked.append(None)
+            continue
+        width = next(pt[i].shape[1] for pt in parts if pt[i] is not None)
+        stacked.append(np.vstack([pt[i] if pt[i] is not None else np.zeros((len(blk.b), width))
+                                  for pt, blk in zip(parts, blocks)]))
+    return stacked[0], stacked[1], b
 
 
 def _stack(blocks, P, p0, free, wF, nv, ny):
     if not blocks:
         return np.zeros((0, ny)), np.zeros(0)
     # one reduction for all blocks: many small matrix products cost more than one big one
-    if len(blocks) == 1:
-        A, b = blocks[0].A, blocks[0].b
-    else:
-        A = np.vstack([blk.A for blk in blocks])
-        b = np.concatenate([blk.b for blk in blocks])
-    E, f = _reduce_rows(A, b, P, p0, free, wF, nv)
+    Aa, Aw, b = _stack_parts(blocks, nv)
+    E, f = _reduce_rows(Aa, Aw, b, P, p0, free, wF, nv)
     if blocks[0].weight is not None:
         w = blocks[0].weight if len(blocks) == 1 else np.concatenate([blk.weight for blk in blocks])
         E, f = w[:, None] * E, w * f
     return E, f
+
+
+def _norm(x: np.ndarray) -> float:
+    """Euclidean norm of a vector (np.linalg.norm's generality costs more than the sum here)."""
+    return math.sqrt(float(np.vdot(x, x)))
 
 
 def _owners(blocks) -> list[str]:
@@ -240,23 +272,23 @@ def _full_rank_qr(E, f):
     if info != 0:
         return None
     ri, ee = Ri.ravel(order="K"), E.ravel(order="K")
-    smin_lb = 1.0 / math.sqrt(float(ri @ ri))
-    if not smin_lb > 2.0 * RANK_TOL * max(1.0, math.sqrt(float(ee @ ee))):  # |R|_F = |E|_F
+    smin_lb = 1.0 / math.sqrt(float(ri.dot(ri)))
+    if not smin_lb > 2.0 * RANK_TOL * max(1.0, math.sqrt(float(ee.dot(ee)))):  # |R|_F = |E|_F
         return None
     if wide:
         # y = Q1 R^-T f is the minimum-norm solution; Q's other columns span the null space
-        Qf = np.zeros((n, n), order="F")
+        Qf = np.empty((n, n), order="F")  # dorgqr reads only the k reflector columns
         Qf[:, :m] = qr
         Q, _, info = lapack.dorgqr(Qf, tau, overwrite_a=1)
         if info != 0:
             return None
-        y = Q[:, :m] @ (Ri.T @ f)
+        y = Q[:, :m].dot(Ri.T.dot(f))
         return y, m, None, Q[:, m:]
     # tall: the unique least-squares solution y = R^-1 Q1^T f; no null space
     cq, _, info = lapack.dormqr("L", "T", qr, tau, f[:, None], lwork=max(1, n))
     if info != 0:
         return None
-    y = Ri @ cq[:n, 0]
+    y = Ri.dot(cq[:n, 0])
     return y, n, None, np.zeros((n, 0))
 
 
@@ -290,19 +322,21 @@ def _solve(p: Problem, method: str) -> Solution:
     E, f = _stack(p.equalities, P, p0, free, wF, nv, ny)
     y, r, U, N = _min_norm(E, f) if E.shape[0] else (np.zeros(ny), 0, np.zeros((0, 0)), np.eye(ny))
     if E.shape[0]:
-        res = E @ y - f
-        if U is None and np.linalg.norm(res) > RESIDUAL_TOL * (1.0 + np.linalg.norm(f)):
+        res = E.dot(y) - f
+        nres, tol = _norm(res), RESIDUAL_TOL * (1.0 + _norm(f))
+        if U is None and nres > tol:
             # full rank yet a residual (only a tall E can have one): redo it by the SVD, which
             # names the conflicting rows
             y, r, U, N = _min_norm_svd(E, f)
             res = E @ y - f
-        if np.linalg.norm(res) > RESIDUAL_TOL * (1.0 + np.linalg.norm(f)):
+            nres = _norm(res)
+        if nres > tol:
             names = _conflicts(E, f, _owners(p.equalities), U, r)
             raise InconsistentEquationsError(
-                f"t = {p.time:.6g} s: the equations are inconsistent (residual {np.linalg.norm(res):.3g}); "
+                f"t = {p.time:.6g} s: the equations are inconsistent (residual {nres:.3g}); "
                 f"conflicting: {', '.join(names)}", names, p)
     solver = "direct"
-    tau_rows = np.flatnonzero(free[: L.ntau])
+    tau_rows = np.flatnonzero(free[: L.ntau]) if p.fixed else np.arange(L.ntau)
     if p.inequalities or method == "qp":
         if not p.default_cost:
             _complete(p, P, p0, free, wF, y, N, tau_rows)  # raises if the costs leave motion free
@@ -328,8 +362,8 @@ def _complete(p, P, p0, free, wF, y, N, tau_rows):
     solver = "direct"
     if p.costs:
         C, d = _stack(p.costs, P, p0, free, wF, nv, P.shape[1])
-        z, r, _, K = _min_norm(C @ N, d - C @ y)
-        y, N = y + N @ z, N @ K
+        z, r, _, K = _min_norm(C.dot(N), d - C.dot(y))
+        y, N = y + N.dot(z), N.dot(K)
         solver = "lstsq"
     nfree = _motion_free(P, N, tau_rows)
     if nfree and not p.default_cost:
@@ -417,9 +451,12 @@ def _raise_infeasible(p, viol):
 
 def _unpack(p, P, p0, free, wF, y, N, method) -> Solution:
     L = p.layout
-    a = P @ y + p0
-    w = wF.copy()
-    w[free] = y
+    a = P.dot(y) + p0
+    if p.fixed:
+        w = wF.copy()
+        w[free] = y
+    else:
+        w = y  # nothing assigned: y is w
     x = np.concatenate([a, w])
     tau = w[: L.ntau]
     lam = {name: x[s] for name, s in L.lam.items()}

@@ -255,3 +255,23 @@ def test_the_cached_full_rank_proof_is_redone_when_the_jacobian_moves_far(talos)
     memo_before = memo["full rank"]
     locked_directions(talos, [c], singular, memo)
     assert memo["full rank"] is memo_before
+
+
+def test_column_block_expressions_equal_their_dense_form(talos):
+    from controlkit.expressions import Context, Lin
+    from controlkit.equations import Layout
+    talos.set_state(*random_state(talos, 13))
+    layout = Layout.for_mechanism(talos)
+    ctx = Context(talos, 0.0, layout)
+    p, tau = FramePoint(talos, "left_sole_link"), ControlTorques(talos)
+    K = np.random.default_rng(5).standard_normal((3, 3))
+    e = (K @ acc(p) + 2.0 * acc(p) - np.ones(3)).evaluate(ctx)
+    assert e.a is not None and e.w is None  # only the acceleration block is carried
+    L0 = p.acceleration(ctx)
+    dense = Lin(L0.A, L0.b)  # the same expression through the dense form
+    ref = dense.scale(K) + dense.scale(2.0) + (-np.ones(3))
+    assert np.array_equal(e.A, ref.A) and np.array_equal(e.b, ref.b)
+    t = tau.evaluate(ctx)
+    assert t.a is None and t.A.shape == (talos.ntau, layout.nx)
+    assert np.array_equal(t.A[:, layout.tau], np.eye(talos.ntau))
+    assert tau.evaluate(ctx).w is t.w  # the selection is built once per layout
