@@ -645,7 +645,8 @@ class DormandPrince853(_EmbeddedRK):
 
 # -------------------------------------------------------------------------- registry
 _REGISTRY: dict[str, type[Integrator]] = {
-    cls.name: cls for cls in (ExplicitEuler, SemiImplicitEuler, RK4, AdamsBashforthMoulton4, DormandPrince5)
+    cls.name: cls for cls in (ExplicitEuler, SemiImplicitEuler, RK4, AdamsBashforthMoulton4, DormandPrince5,
+                              DormandPrince853)
 }
 
 
@@ -655,9 +656,9 @@ def integrator_names() -> list[str]:
 
 
 def make_integrator(name: str, **options) -> Integrator:
-    """A new integrator by name (``euler``, ``semi_implicit_euler``, ``rk4``, ``abm4``, ``dopri5``).
+    """A new integrator by name (``euler``, ``semi_implicit_euler``, ``rk4``, ``abm4``, ``dopri5``, ``dop853``).
 
-    Options go to the method's constructor (``dopri5``: rtol, atol, safety, fac_min, fac_max,
+    Options go to the method's constructor (``dopri5``, ``dop853``: rtol, atol, safety, fac_min, fac_max,
     h_max; ``abm4``: rtol, atol). Raises UnknownNameError for an unknown name and
     IntegratorError for an option the method does not take.
     """

@@ -43,7 +43,8 @@ class Simulator:
         mech: the mechanism (``controlkit.mechanism.Mechanism``).
         q0, v0: initial configuration (nq,) and velocity (nv,); default: neutral, at rest.
         dt: integration step (s); the initial step for adaptive integrators.
-        integrator: ``euler``, ``semi_implicit_euler``, ``rk4``, ``abm4`` or ``dopri5``.
+        integrator: ``euler``, ``semi_implicit_euler``, ``rk4``, ``abm4``, ``dopri5`` or ``dop853``
+            (Dormand-Prince 8(5,3): the cheapest at tight energy tolerances, see bench/peers.py).
         rtol, atol: tolerances for the adaptive integrator.
         kp, kv: Baumgarte gains (1/s^2, 1/s) of the constraint equations.
         project: project positions and velocities onto the constraint manifold after each step.
@@ -76,7 +77,7 @@ class Simulator:
         self.mech = mech
         self.dt = float(dt)
         self.equations = EquationSet(kp=kp, kv=kv)
-        opts = {"rtol": rtol, "atol": atol} if integrator == "dopri5" else {}
+        opts = {"rtol": rtol, "atol": atol} if integrator in ("dopri5", "dop853") else {}
         self.integrator = make_integrator(integrator, **opts)
         self.project = project
         self.event_tolerance = float(event_tolerance)
