@@ -103,6 +103,7 @@ def figure_quantities(recording, panels: Sequence, *, title: str | None = None, 
         ax.set_ylabel(axis_label(recording, name), fontsize=8)
         ax.set_xlabel("t [s]", fontsize=8)
         ax.tick_params(labelsize=7)
+        ax.ticklabel_format(axis="y", useOffset=False)  # a constant reads as its value, not "1e-10 + 470.88"
         ax.xaxis.set_major_locator(MaxNLocator(5))
         ax.yaxis.set_major_locator(MaxNLocator(4))
         ax.grid(True, lw=0.4, alpha=0.5)
