@@ -8,7 +8,8 @@ re-evaluated at every derivative evaluation, so a control equation acts
 continuously, integrated with the dynamics.
 
 Evaluation returns either a numpy array (a value known at this state) or a
-:class:`Lin` ``A x + b`` with ``A`` of shape (m, nx).
+:class:`Lin` ``A x + b`` with ``A`` of shape (m, nx), kept as its acceleration and
+torque/force column blocks.
 """
 from __future__ import annotations
 
