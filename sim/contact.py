@@ -45,6 +45,7 @@ support points), ``contact_broken``, ``slip``, ``stick``, ``impact``.
 from __future__ import annotations
 
 import itertools
+import time
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
@@ -55,7 +56,7 @@ import quadprog
 
 from controlkit.constraints import Constraint
 from controlkit.dynamics import evaluate
-from controlkit.errors import ControlkitError, ModelError
+from controlkit.errors import ControlkitError
 from controlkit.vec3 import cross
 
 from .collision import CollisionWorld, PairFilter
@@ -149,6 +150,17 @@ class _Body:
         """Rows ``d_i . J(x_i)`` (k, nv): the velocity of point x_i along d_i (both (k, 3))."""
         # d . (v + w x r) = d . v + w . (r x d)
         return d @ self.J[:3] + _crossk(x - self.t, d) @ self.J[3:]
+
+
+def _sides(mech, joints: tuple[int, int], normal_b: np.ndarray, normal_a: np.ndarray | None):
+    """Both sides of a contact at the mechanism's state, indexed by a point's owner: ``(A, B, n)``
+    for points of A on B's surface, ``(B, A, m)`` for points of B on A's face; n and m are the
+    surfaces' outward normals (world)."""
+    mech.kinematics()
+    A, B = _Body(mech, joints[0]), _Body(mech, joints[1])
+    n = B.R @ normal_b
+    m = A.R @ normal_a if normal_a is not None else -n
+    return (A, B, n), (B, A, m)
 
 
 def _gap_rows(P: _Body, Q: _Body, k: np.ndarray, pts, u: np.ndarray | None, mu_k: float):
@@ -280,12 +292,11 @@ class ContactHinge(Constraint):
     def _rows(self):
         if self._cache_version == self.mech._version:
             return self._cache
-        self.mech.kinematics()
-        A, B = _Body(self.mech, self.joints[0]), _Body(self.mech, self.joints[1])
-        n = B.R @ self.normal_b
+        sides = self.sides()
+        A, B, n = sides[0]
         blocks = []
         if self.points:
-            blocks.append(self._normal_rows(A, B, n))
+            blocks.append(self._normal_rows(sides))
         k = self._stick_rows()
         if k:
             blocks.append(self._stick_block(A, B, n, k))
@@ -298,8 +309,12 @@ class ContactHinge(Constraint):
         self._cache_version = self.mech._version
         return self._cache
 
-    def _normal_rows(self, A: _Body, B: _Body, n: np.ndarray):
-        u = self._sliding_direction(A, B, n) if self.mode == "slide" else None
+    def sides(self):
+        """See :func:`_sides`."""
+        return _sides(self.mech, self.joints, self.normal_b, self.normal_a)
+
+    def _normal_rows(self, sides):
+        u = self._sliding_direction(*sides[0]) if self.mode == "slide" else None
         own = np.array([p.owner for p in self.points])
         out = [np.zeros(len(own)), np.zeros((len(own), self.mech.nv)), np.zeros(len(own)),
                np.zeros((len(own), self.mech.nv))]
@@ -308,10 +323,8 @@ class ContactHinge(Constraint):
             if not idx.size:
                 continue
             pts = [self.points[i] for i in idx]
-            if owner == 0:
-                rows = _gap_rows(A, B, n, pts, None if u is None else u, self.mu_k)
-            else:
-                rows = _gap_rows(B, A, A.R @ self.normal_a, pts, None if u is None else -u, self.mu_k)
+            uo = None if u is None else (u if owner == 0 else -u)  # the owner's direction relative to the other
+            rows = _gap_rows(*sides[owner], pts, uo, self.mu_k)
             for k in range(4):
                 out[k][idx] = rows[k]
         return tuple(out)
@@ -365,28 +378,22 @@ class ContactHinge(Constraint):
 
     def centroid_local(self) -> np.ndarray:
         """The support points' centroid as a point of A (m, A's joint frame)."""
-        mech = self.mech
-        mech.kinematics()
-        A, B = _Body(mech, self.joints[0]), _Body(mech, self.joints[1])
-        xs = [A.point(p.local_a) if p.owner == 0 else B.point(p.local_a) for p in self.points]
+        sides = self.sides()
+        A = sides[0][0]
+        xs = [sides[p.owner][0].point(p.local_a) for p in self.points]
         return A.R.T @ (np.mean(xs, axis=0) - A.t)
 
     def tangential_velocity(self, A: _Body | None = None, B: _Body | None = None, n=None) -> np.ndarray:
         """Velocity (m/s, world) of A relative to B at the support centroid, in B's tangent plane."""
         if A is None:
-            self.mech.kinematics()
-            A, B = _Body(self.mech, self.joints[0]), _Body(self.mech, self.joints[1])
-            n = B.R @ self.normal_b
+            A, B, n = self.sides()[0]
         x = A.point(self.centroid_local()) - np.mean([p.radius for p in self.points]) * n
         dv = A.velocity(x) - B.velocity(x)
         return dv - (n @ dv) * n
 
     def set_anchor(self) -> None:
         """Hold the current relative placement at the support centroid (stick onset)."""
-        mech = self.mech
-        mech.kinematics()
-        A, B = _Body(mech, self.joints[0]), _Body(mech, self.joints[1])
-        n = B.R @ self.normal_b
+        A, B, n = self.sides()[0]
         x = A.point(self.centroid_local()) - np.mean([p.radius for p in self.points]) * n
         self._anchor_a = A.R.T @ (x - A.t)
         self._anchor_o = B.R.T @ (x - B.t)
@@ -722,12 +729,7 @@ class ContactSource(EventSource):
             g.append(h.mu_s * fn.sum() - np.linalg.norm(ft))
         elif h.mode == "slide":
             g.append(h.tangential_velocity() @ h.slide_dir)
-        mech = h.mech
-        mech.kinematics()
-        A, B = _Body(mech, h.joints[0]), _Body(mech, h.joints[1])
-        n = B.R @ h.normal_b
-        m = A.R @ h.normal_a if h.normal_a is not None else -n
-        for owner, (P, Q, k) in enumerate(((A, B, n), (B, A, m))):
+        for owner, (P, Q, k) in enumerate(h.sides()):
             face = h.faces[owner]
             spare = [s for s in h.spare if s.owner == owner]
             if spare:
@@ -768,12 +770,9 @@ class ContactSource(EventSource):
         mech.kinematics()
         rows, owners = [], []
         for k, g in geo.items():
-            A, B = _Body(mech, g.joints[0]), _Body(mech, g.joints[1])
-            n = B.R @ g.normal_b
-            m = A.R @ g.normal_a if g.normal_a is not None else -n
+            sides = _sides(mech, g.joints, g.normal_b, g.normal_a)
             for i, p in enumerate(g.points):
-                P, Q, kk = (A, B, n) if p.owner == 0 else (B, A, m)
-                rows.append(_gap_rows(P, Q, kk, [p], None, 0.0)[1])
+                rows.append(_gap_rows(*sides[p.owner], [p], None, 0.0)[1])
                 owners.append((k, i))
         J = np.vstack(rows) if rows else np.zeros((0, mech.nv))
         return J, J @ sim.v, owners
@@ -834,7 +833,7 @@ class ContactSource(EventSource):
             if not self.hinges or not self._friction_pass(sim):
                 break
         for k, h in list(self.hinges.items()):
-            self._log_change(sim, k, h, old.get(k))
+            self._log_change(sim, h, old.get(k))
         sim.set_state()
 
     def _new_hinge(self, sim, g: _PairContact) -> ContactHinge:
@@ -871,8 +870,7 @@ class ContactSource(EventSource):
 
     # ------------------------------------------------------ support set (QP)
     def _support(self, sim) -> None:
-        import time as _t
-        t0 = _t.perf_counter()
+        t0 = time.perf_counter()
         mech = sim.mech
         hinges = list(self.hinges.values())
         for h in hinges:
@@ -912,19 +910,15 @@ class ContactSource(EventSource):
             self._keep_points(worst[1], fn > fn.min())
         for h in self.hinges.values():
             self._arm_spares(h)
-        self.support_solves.append(_t.perf_counter() - t0)
+        self.support_solves.append(time.perf_counter() - t0)
 
     def _arm_spares(self, h: ContactHinge) -> None:
         """Watch the spare vertices from where they are: one already slightly below the surface
         (a dropped redundant point) fires when it sinks a further ``penetration_tolerance``."""
-        mech = h.mech
-        mech.kinematics()
-        A, B = _Body(mech, h.joints[0]), _Body(mech, h.joints[1])
-        n = B.R @ h.normal_b
-        m = A.R @ h.normal_a if h.normal_a is not None else -n
+        sides = h.sides()
         spares = []
         for s in h.spare:
-            P, Q, k = (A, B, n) if s.owner == 0 else (B, A, m)
+            P, Q, k = sides[s.owner]
             gap = float((P.point(s.local_a) - Q.point(s.local_o)) @ k)
             spares.append(SupportPoint(s.local_a, s.local_o, s.radius, s.owner, min(gap, 0.0)))
         h.spare = spares
@@ -1050,7 +1044,7 @@ class ContactSource(EventSource):
         return changed
 
     # ---------------------------------------------------------------- logging
-    def _log_change(self, sim, k, h: ContactHinge, before) -> None:
+    def _log_change(self, sim, h: ContactHinge, before) -> None:
         pts = len(h.points)
         data = dict(pair=list(h.geoms), region=h.region, points=pts, mode=h.mode)
         if before is None:
@@ -1064,9 +1058,6 @@ class ContactSource(EventSource):
         if mode != h.mode and mode != "new":
             kind = "slip" if h.mode == "slide" else "stick" if h.mode == "stick" else "contact_changed"
             sim.log(kind, f"{h.geoms[0]}/{h.geoms[1]}: {mode} -> {h.mode}", **data)
-
-    def active(self) -> bool:
-        return True
 
     # ------------------------------------------------------------ reporting
     def pair_forces(self, sim) -> dict[str, dict]:
@@ -1082,9 +1073,7 @@ class ContactSource(EventSource):
             if h.mode == "stick":
                 fr = h.tangent_world(ft)
             elif h.mode == "slide":
-                sim.mech.kinematics()
-                A, B = _Body(sim.mech, h.joints[0]), _Body(sim.mech, h.joints[1])
-                fr = -h.mu_k * fn.sum() * h._sliding_direction(A, B, B.R @ h.normal_b)
+                fr = -h.mu_k * fn.sum() * h._sliding_direction(*h.sides()[0])
             else:
                 fr = np.zeros(3)
             out[f"{h.geoms[0]}/{h.geoms[1]}"] = dict(normal=float(fn.sum()), friction=fr, mode=h.mode,
