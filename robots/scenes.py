@@ -35,6 +35,7 @@ __all__ = [
     "box_on_slope",
     "brick_stack",
     "friction_block",
+    "block_on_block",
 ]
 
 _GROUND = (0.5, 0.55, 0.5, 1.0)
@@ -252,3 +253,31 @@ def friction_block(
     built.info.update(mu_static=mu_static, mu_kinetic=mu_kinetic, push_direction=np.array([1.0, 0.0, 0.0]), push_point="block.center")
     return built
 
+
+
+def block_on_block(
+    speed: float = 1.2,
+    small: Sequence[float] = (0.1, 0.1, 0.1),
+    large: Sequence[float] = (0.6, 0.4, 0.2),
+    mass: float = 1.0,
+    *,
+    mu_static: float = 0.3,
+    mu_kinetic: float = 0.2,
+) -> BuiltMechanism:
+    """Thesis Fig. 5.6: a ``small`` block sliding along +x across a fixed ``large`` one, off its end.
+
+    The large block (size m) is fixed with its top face at z = 0, centred at the origin; the
+    small one (size m, mass kg) rests on it centred over the origin, moving at ``speed`` (m/s).
+    With the defaults it slides (face contact), tips over the far edge (edge contact) and falls
+    off (contact broken). ``info``: ``mu_static``, ``mu_kinetic``, ``edge_x`` (m, the far edge).
+    """
+    if not speed >= 0:
+        raise ModelError(f"block_on_block: speed must be >= 0 m/s, got {speed!r}")
+    s = Scene("block_on_block")
+    t, tp = ground_body("large", large[:2], large[2], halfspace=False, material="wood")
+    s.add(t, tp, fixed=True)
+    s.add(Body("small", cuboid(*small), mass=mass, color=(0.8, 0.6, 0.3, 1.0), material="wood"),
+          (0.0, 0.0, small[2] / 2), velocity=[float(speed), 0.0, 0.0, 0.0, 0.0, 0.0])
+    built = s.build()
+    built.info.update(mu_static=mu_static, mu_kinetic=mu_kinetic, edge_x=large[0] / 2)
+    return built

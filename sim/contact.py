@@ -243,6 +243,9 @@ class ContactHinge(Constraint):
                  normal_b: np.ndarray, mu: tuple[float, float]):
         super().__init__(name)
         self.pair, self.geoms, self.joints = pair, geoms, joints
+        # the names as first met: the roles (which body is A) may swap at a later change
+        self.names = tuple(geoms)
+        self.label = f"{geoms[0]}/{geoms[1]}"
         self.normal_b = np.asarray(normal_b, dtype=float)
         self.normal_a = None  # A's outward face normal (A's joint frame), for points owned by B
         self.mu_s, self.mu_k = mu
@@ -287,7 +290,7 @@ class ContactHinge(Constraint):
         return labs + [f"{self.name}.{s}" for s, k in zip(("t1", "t2", "torsion"), self._stick_mask()) if k]
 
     def describe(self) -> str:
-        return f"contact {self.geoms[0]}/{self.geoms[1]}: {self.region}, {len(self.points)} points, {self.mode}"
+        return f"contact {self.label}: {self.region}, {len(self.points)} points, {self.mode}"
 
     def _rows(self):
         if self._cache_version == self.mech._version:
@@ -536,16 +539,21 @@ class _Geometry:
         verts_a = _box_vertices(sa) @ Ma.rotation.T + Ma.translation
         verts_b = _box_vertices(sb) @ Mb.rotation.T + Mb.translation if isinstance(sb, coal.Box) else np.zeros((0, 3))
         near = 10.0 * self.touch_distance
+        face_b = self._face(sb, Mb, Jb, n) if isinstance(sb, coal.Box) else None
+        face_a_l = self._face(sa, Ma, Ja, -n)
+        mech = self.world.mech
+        mech.kinematics()
+        A, B = _Body(mech, ja), _Body(mech, jb)
         points = []
         for p in _dedupe(pts):
-            on_b = len(verts_b) and np.min(np.linalg.norm(verts_b - p, axis=1)) <= near
-            on_a = np.min(np.linalg.norm(verts_a - p, axis=1)) <= near
-            if on_b and not on_a:  # a corner of B's face inside A's face: it stays B's
-                x = verts_b[int(np.argmin(np.linalg.norm(verts_b - p, axis=1)))]
-                points.append(SupportPoint(Jb.actInv(x), Ja.actInv(x - n * (n @ (x - face_a))), owner=1))
+            xa = p + n * (n @ (face_a - p))  # onto A's support plane along n
+            xb = p - n * (n @ (p - plane_b))  # onto B's
+            if len(verts_b) and np.min(np.linalg.norm(verts_b - p, axis=1)) <= near:
+                xb = verts_b[int(np.argmin(np.linalg.norm(verts_b - p, axis=1)))]
+            if self._owner(face_b, face_a_l, A, B, xa, xb, near) == 0:
+                points.append(SupportPoint(Ja.actInv(xa), Jb.actInv(xb)))
             else:
-                x = p + n * (n @ (face_a - p))  # onto A's support plane along n
-                points.append(SupportPoint(Ja.actInv(x), Jb.actInv(p - n * (n @ (p - plane_b)))))
+                points.append(SupportPoint(Jb.actInv(xb), Ja.actInv(xa), owner=1))
         # vertices touching the other face that the patch left out (its points lie around the deepest one)
         for owner, (verts, plane, k, face, Mq, Jp, Jq) in enumerate(
                 ((verts_a, plane_b, n, isinstance(sb, coal.Box) and (sb, Mb), Mb, Ja, Jb),
@@ -559,9 +567,28 @@ class _Geometry:
         region = {1: "vertex", 2: "edge"}.get(len(points), "face")
         spare = [SupportPoint(Ja.actInv(x), Jb.actInv(plane_b)) for x in verts_a]
         spare += [SupportPoint(Jb.actInv(x), Ja.actInv(face_a), owner=1) for x in verts_b]
-        faces = (self._face(sb, Mb, Jb, n) if isinstance(sb, coal.Box) else None, self._face(sa, Ma, Ja, -n))
+        faces = (face_b, face_a_l)
         return _PairContact(pair, (objs[ia].name, objs[ib].name), (ja, jb), nb, points, region, spare, faces,
                             Ja.rotation.T @ -n)
+
+    @staticmethod
+    def _owner(face_b, face_a, A: _Body, B: _Body, xa: np.ndarray, xb: np.ndarray, near: float) -> int:
+        """Whose material point a patch point becomes: A's (0) on B's face or B's (1) on A's face.
+
+        A corner of one face inside the other stays its own; a point on both faces' boundaries
+        (an edge crossing an edge, or a corner on the other's edge) goes to the body in whose
+        material it stays over the other face longer, judged by the relative sliding velocity:
+        a block sliding over an edge rests on the edge's points, not on its own passing corners
+        (which would leave the face at once, an event per step)."""
+        if _margin(face_b, B, xa[None])[0] > near:
+            return 0
+        if _margin(face_a, A, xb[None])[0] > near:
+            return 1
+        tau = 1e-6  # s; margins are piecewise linear, so a finite step gives their rates exactly
+        dv = A.velocity(xa[None])[0] - B.velocity(xa[None])[0]
+        rate_a = _margin(face_b, B, (xa + tau * dv)[None])[0] - _margin(face_b, B, xa[None])[0]
+        rate_b = _margin(face_a, A, (xb - tau * dv)[None])[0] - _margin(face_a, A, xb[None])[0]
+        return 0 if rate_a >= rate_b else 1
 
     @staticmethod
     def _plane_point(sb, Mb, n):
@@ -866,7 +893,7 @@ class ContactSource(EventSource):
         h = self.hinges.pop(k)
         sim.mech.constraints.pop(h.name, None)
         self._grace.add(k)
-        sim.log("contact_broken", f"{h.geoms[0]}/{h.geoms[1]}: contact broken ({why})", pair=list(h.geoms))
+        sim.log("contact_broken", f"{h.label}: contact broken ({why})", pair=list(h.names))
 
     # ------------------------------------------------------ support set (QP)
     def _support(self, sim) -> None:
@@ -1046,18 +1073,18 @@ class ContactSource(EventSource):
     # ---------------------------------------------------------------- logging
     def _log_change(self, sim, h: ContactHinge, before) -> None:
         pts = len(h.points)
-        data = dict(pair=list(h.geoms), region=h.region, points=pts, mode=h.mode)
+        data = dict(pair=list(h.names), region=h.region, points=pts, mode=h.mode)
         if before is None:
-            sim.log("contact_made", f"{h.geoms[0]}/{h.geoms[1]}: {h.region} contact, {pts} points, {h.mode}", **data)
+            sim.log("contact_made", f"{h.label}: {h.region} contact, {pts} points, {h.mode}", **data)
             h._logged_mode = h.mode
             return
         region, npts, mode = before
         if (region, npts) != (h.region, pts):
-            sim.log("contact_changed", f"{h.geoms[0]}/{h.geoms[1]}: {region} -> {h.region} ({npts} -> {pts} points)",
+            sim.log("contact_changed", f"{h.label}: {region} -> {h.region} ({npts} -> {pts} points)",
                     before=region, **data)
         if mode != h.mode and mode != "new":
             kind = "slip" if h.mode == "slide" else "stick" if h.mode == "stick" else "contact_changed"
-            sim.log(kind, f"{h.geoms[0]}/{h.geoms[1]}: {mode} -> {h.mode}", **data)
+            sim.log(kind, f"{h.label}: {mode} -> {h.mode}", **data)
 
     # ------------------------------------------------------------ reporting
     def pair_forces(self, sim) -> dict[str, dict]:
@@ -1076,8 +1103,8 @@ class ContactSource(EventSource):
                 fr = -h.mu_k * fn.sum() * h._sliding_direction(*h.sides()[0])
             else:
                 fr = np.zeros(3)
-            out[f"{h.geoms[0]}/{h.geoms[1]}"] = dict(normal=float(fn.sum()), friction=fr, mode=h.mode,
-                                                     region=h.region, points=len(h.points))
+            out[h.label] = dict(normal=float(fn.sum()), friction=fr, mode=h.mode,
+                                region=h.region, points=len(h.points))
         return out
 
     def force_probe(self, sim, geom_a: str, geom_b: str) -> "ContactForceProbe":

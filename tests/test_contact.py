@@ -192,3 +192,32 @@ def test_pendulum_strikes_the_block_with_restitution_and_nothing_interpenetrates
     world = CollisionWorld(sim.mech)
     worst = min(world.distances(q).min() for q in rec.q[::5])
     assert worst > -1e-5  # m: within the contact tolerances (touch 1e-5 m), for a 7 m tall block
+
+
+def test_small_block_slides_across_a_larger_one_tips_over_its_end_and_falls_off():
+    """Fig. 5.6: face-face while sliding, edge-face when the centre of pressure reaches the edge,
+    then the contact breaks. Sliding at mu_k g, the block's centre of pressure lies mu_k c ahead
+    of its centre (c = half height: friction's moment), so the rear lifts when x = edge - mu_k c."""
+    from sim.collision import CollisionWorld
+
+    b = scenes.block_on_block(speed=1.2, mu_static=0.3, mu_kinetic=0.2)
+    sim = Simulator(b.mechanism, b.q0, b.v0, dt=1e-2, integrator="rk4")
+    enable_contacts(sim, friction=(0.3, 0.2))
+    rec = sim.run(0.8)
+    ev = [e for e in rec.events if e.kind.startswith("contact")]
+    assert [e.kind for e in ev] == ["contact_made", "contact_changed", "contact_broken"]
+    assert (ev[0].data["region"], ev[0].data["mode"]) == ("face", "slide")
+    assert (ev[1].data["before"], ev[1].data["region"]) == ("face", "edge")
+    mu, v0, c = 0.2, 1.2, 0.05
+    x_tip = b.info["edge_x"] - mu * c
+    t_tip = (v0 - math.sqrt(v0**2 - 2 * mu * G * x_tip)) / (mu * G)
+    assert ev[1].time == pytest.approx(t_tip, abs=1e-8)
+    t, q = np.array(rec.t), np.array(rec.q)
+    face = t < ev[1].time
+    np.testing.assert_allclose(q[face, 0], v0 * t[face] - 0.5 * mu * G * t[face] ** 2, atol=1e-9)
+    np.testing.assert_allclose(q[face, 2], c, atol=1e-9)
+    pitch = np.array([np.arcsin(2 * (x[6] * x[4] - x[5] * x[3])) for x in rec.q])  # nose down is +
+    assert pitch[t.searchsorted(ev[2].time)] > 0.2  # it rotated over the edge before leaving it
+    assert q[-1, 2] < -0.2  # and fell off the end
+    world = CollisionWorld(sim.mech)
+    assert min(world.distances(x).min() for x in rec.q) > -1e-6
