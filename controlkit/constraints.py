@@ -83,6 +83,14 @@ class Constraint:
         """
         return self.jacobian()
 
+    def force_inequalities(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Inequalities ``C lam <= d`` on this constraint's own forces, or None (bilateral).
+
+        Returns C (r, k) and d (r,) (N). A contact held under inverse dynamic control uses them
+        for ``lam_n >= 0`` and its friction pyramid, so the solve picks compressive forces.
+        """
+        return None
+
     def describe(self) -> str:
         """One line naming what the constraint holds."""
         return f"{self.kind} {self.name}"

@@ -393,6 +393,7 @@ def build_problem(mech, eqs: EquationSet, t: float, f_ext: np.ndarray | None = N
         equalities.append(Block("constraints", "constraint", None, rhs, list(labels),
                                 Aa=Jc, nv=layout.nv, nx=layout.nx))
     else:
+        cons = ()
         Jc, Jf, labels = np.zeros((0, mech.nv)), None, []
         if layout is None:
             # one layout object while nothing is constrained: caches keyed by it stay valid
@@ -430,6 +431,15 @@ def build_problem(mech, eqs: EquationSet, t: float, f_ext: np.ndarray | None = N
              else np.broadcast_to(np.asarray(c.weight, dtype=float), L.b.shape).copy())
         costs.append(Block.of(name, "cost", L, -L.b, nv, nx, weight=w))
     ineqs = []
+    for c in cons:
+        rows = c.force_inequalities()
+        if rows is not None:
+            C, d = rows
+            Aw = np.zeros((len(d), nx - nv))
+            sl = layout.lam[c.name]
+            Aw[:, sl.start - nv:sl.stop - nv] = C
+            ineqs.append(Block(f"{c.name} (unilateral)", "inequality", None, np.asarray(d, dtype=float),
+                               Aw=Aw, nv=nv, nx=nx))
     for name, ineq in eqs.inequalities.items():
         L = _lin(ineq.expr.evaluate(ctx), nx, name, "inequality")
         ineqs.append(Block.of(name, "inequality", L, -L.b, nv, nx))

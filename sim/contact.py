@@ -39,6 +39,11 @@ pair of the collision world:
   (a vertex comes down: an impact, the contact region grows);
 - support points on a finite box B: their margin inside B's face (the body slides off).
 
+Under inverse dynamic control a hinge on an actuated body (a robot's foot) is **controlled**:
+it keeps every candidate point and hands the solve ``lam_n >= 0`` and a friction pyramid as
+inequalities on its forces (:meth:`ContactHinge.force_inequalities`), so torques and
+compressive contact forces are chosen together; its force and slip guards are not needed.
+
 Every change is logged: ``contact_made``, ``contact_changed`` (region face/edge/vertex,
 support points), ``contact_broken``, ``slip``, ``stick``, ``impact``.
 """
@@ -53,6 +58,7 @@ import coal
 import numpy as np
 import pinocchio as pin
 import quadprog
+from scipy.optimize import nnls
 
 from controlkit.constraints import Constraint
 from controlkit.dynamics import evaluate
@@ -260,6 +266,9 @@ class ContactHinge(Constraint):
         self.slipped = False
         self.stick_keep = np.ones(3, dtype=bool)  # stick rows held (dependent ones are dropped)
         self.detached = False  # True while the support LCP applies its forces as external forces
+        # held by a controller (inverse dynamics): every candidate point stays, and the solve keeps
+        # the forces compressive and inside the friction pyramid (force_inequalities)
+        self.controlled = False
         self.version = 0
         self._anchor_a = self._anchor_o = None
         self._rrel0 = None
@@ -354,6 +363,24 @@ class ContactHinge(Constraint):
         keep = self.row_mask()
         part = self._rows()[i]
         return part if keep.all() else part[keep]
+
+    def force_inequalities(self):
+        """``-lam_n <= 0`` per point and, sticking, ``|f_t1| + |f_t2| <= mu_s sum(lam_n)`` (a pyramid
+        inside Coulomb's cone), while the hinge is ``controlled``."""
+        if not self.controlled or self.detached:
+            return None
+        k = len(self.points)
+        C = [np.hstack([-np.eye(k), np.zeros((k, self.size - k))])]
+        m = self._stick_mask()[:2]
+        if m.any():
+            nt = int(m.sum())
+            for signs in itertools.product((1.0, -1.0), repeat=nt):
+                row = np.zeros(self.size)
+                row[:k] = -self.mu_s
+                row[k:k + nt] = signs
+                C.append(row[None])
+        C = np.vstack(C)
+        return C, np.zeros(len(C))
 
     def row_mask(self) -> np.ndarray:
         """Which of the full rows (normals, then t1, t2, torsion) are held."""
@@ -682,6 +709,27 @@ def _refine_lcp(A: np.ndarray, s0: np.ndarray, normal: np.ndarray, lam: np.ndarr
     return lam  # no convergence: keep the QP's forces
 
 
+def _basic_forces(rows: np.ndarray, others: np.ndarray, lam: np.ndarray) -> np.ndarray | None:
+    """Compressive forces on a basic subset of points with the same generalized force as ``lam``.
+
+    Args:
+        rows: the candidate points' normal rows (k, nv).
+        others: rows whose forces are free (constraints, sticking rows) (m, nv), m may be 0.
+        lam: compressive normal forces (k,) (N).
+    Returns forces (k,) >= 0, nonzero on points with independent rows (Caratheodory: a nonneg
+    combination of k vectors is one of at most rank-many of them), or None when NNLS leaves a
+    residual (then no such subset was found)."""
+    if not len(rows):
+        return np.zeros(0)  # (scipy's nnls crashes on an empty matrix)
+    A = rows.T
+    if len(others):
+        Q = np.linalg.qr(others.T)[0]
+        A = A - Q @ (Q.T @ A)  # modulo the free forces' span
+    b = A @ lam
+    x, res = nnls(A, b)
+    return x if res <= 1e-9 * max(float(np.linalg.norm(b)), 1e-12) else None
+
+
 # ----------------------------------------------------------- the event source
 class ContactSource(EventSource):
     """Impacts, contact hinges and stick/slip friction for the pairs of a collision world.
@@ -749,6 +797,8 @@ class ContactSource(EventSource):
 
     def _hinge_guards(self, h: ContactHinge, lam: np.ndarray) -> np.ndarray:
         fn, ft = h.forces(lam)
+        if h.controlled:  # the solve keeps its forces compressive and in the pyramid
+            return np.asarray(self._geometry_guards(h), dtype=float)
         # a support point whose force is zero in theory (one of three coplanar corners under a
         # centred load) fires only on a tensile force beyond round-off, not on noise around zero
         g = list(fn + 1e-9 * (np.abs(fn).sum() + 1e-12))
@@ -756,6 +806,12 @@ class ContactSource(EventSource):
             g.append(h.mu_s * fn.sum() - np.linalg.norm(ft))
         elif h.mode == "slide":
             g.append(h.tangential_velocity() @ h.slide_dir)
+        g.extend(self._geometry_guards(h))
+        return np.asarray(g, dtype=float)
+
+    def _geometry_guards(self, h: ContactHinge) -> list[float]:
+        """Spare vertices touching down (inside the other's face) and support points leaving a face."""
+        g: list[float] = []
         for owner, (P, Q, k) in enumerate(h.sides()):
             face = h.faces[owner]
             spare = [s for s in h.spare if s.owner == owner]
@@ -768,7 +824,7 @@ class ContactSource(EventSource):
             pts = [p for p in h.points if p.owner == owner]
             if face is not None and pts:
                 g.extend(_margin(face, Q, P.point(np.array([p.local_a for p in pts]))) + self.slack)
-        return np.asarray(g, dtype=float)
+        return g
 
     def max_step(self, sim, t, q, v):
         return self.world.time_to_contact(q, v, exclude=set(self.hinges))
@@ -910,14 +966,18 @@ class ContactSource(EventSource):
                     h.set_anchor()
                 else:
                     h.mode, h.slide_dir = "slide", vt / np.linalg.norm(vt)
+        torques_free = self._torques_free(sim)
         for h in hinges:
             h.stick_keep[:] = True
             h.points, h.spare = list(h.candidates), list(h.spare_geometry)
+            h.controlled = torques_free and self._actuated(mech, h)
             h.version += 1
             h._cache_version = -1
-        lam = self._lcp(sim, hinges)
+        # a controlled contact keeps every candidate: the solve distributes compressive forces
+        hinges = [h for h in hinges if not h.controlled]
+        lam, held = self._lcp(sim, hinges) if hinges else (np.zeros(0), np.zeros(0, dtype=bool))
         tol = 1e-9 * max(float(lam.max(initial=0.0)), 1e-12)
-        keep = self._independent(mech, hinges, lam, lam > tol)
+        keep = self._independent(mech, hinges, lam, lam > tol, held)
         off = 0
         for h in hinges:
             k = len(h.points)
@@ -937,7 +997,35 @@ class ContactSource(EventSource):
             self._keep_points(worst[1], fn > fn.min())
         for h in self.hinges.values():
             self._arm_spares(h)
+            if h.controlled and h.region != "point":
+                fn = h.forces(sim.mech.solution.lam[h.name])[0]
+                h.region = {0: "none", 1: "vertex", 2: "edge"}.get(int(np.sum(fn > 1e-9 * max(fn.max(initial=0), 1e-12))), "face")
         self.support_solves.append(time.perf_counter() - t0)
+
+    @staticmethod
+    def _torques_free(sim) -> bool:
+        """Whether the solve chooses the actuators' torques (inverse dynamic control)."""
+        mech = sim.mech
+        if mech.ntau == 0:
+            return False
+        if mech.problem is None:
+            sim.solve_now()
+        p = mech.problem
+        fixed = set(np.concatenate([cols for _, cols, _ in p.fixed]).tolist()) if p.fixed else set()
+        return not set(range(p.layout.tau.start, p.layout.tau.stop)) <= fixed
+
+    @staticmethod
+    def _actuated(mech, h: ContactHinge) -> bool:
+        """Whether an actuated joint moves either body of the hinge (then a controller holds it)."""
+        act = np.asarray(mech.S).any(axis=0)
+        model = mech.model
+        for j in h.joints:
+            while j:
+                jm = model.joints[j]
+                if act[jm.idx_v:jm.idx_v + jm.nv].any():
+                    return True
+                j = model.parents[j]
+        return False
 
     def _arm_spares(self, h: ContactHinge) -> None:
         """Watch the spare vertices from where they are: one already slightly below the surface
@@ -962,11 +1050,18 @@ class ContactSource(EventSource):
         h._cache_version = -1  # a sticking pair keeps the anchor where the stick began
 
     @staticmethod
-    def _independent(mech, hinges, lam: np.ndarray, positive: np.ndarray) -> np.ndarray:
-        """Points to hold: compressive ones whose rows are independent of the constraints, the
-        sticking rows and the points already chosen (largest forces first). Also sets each
-        hinge's ``stick_keep``. Dependent rows would leave the forces indeterminate and make
-        nearly dependent ones (a foot and its toe both flat) inconsistent."""
+    def _independent(mech, hinges, lam: np.ndarray, positive: np.ndarray, held: np.ndarray) -> np.ndarray:
+        """Points to hold: a basic set of compressive points, independent of the constraints, the
+        sticking rows and each other. Also sets each hinge's ``stick_keep``.
+
+        Dependent rows would leave the forces indeterminate and make nearly dependent ones (a
+        foot and its toe both flat) inconsistent. Which independent subset matters: the coplanar
+        corners of a foot give three independent rows, and only a triangle that contains the
+        centre of pressure holds it with compressive forces. :func:`_basic_forces` finds one (the
+        same generalized force as ``lam`` on at most rank-many points); then points are taken
+        largest force first, and the set is completed to full rank with points ``held`` at zero
+        force (a centre of pressure on the edge of the triangle found: left out, the body would
+        be free to turn about that edge)."""
         chosen: list[np.ndarray] = []
 
         def add(row) -> bool:
@@ -992,13 +1087,31 @@ class ContactSource(EventSource):
             h._cache_version = -1
         keep = np.zeros(len(lam), dtype=bool)
         rows = np.vstack([J[: len(h.points)] for h, J in zip(hinges, full)]) if hinges else np.zeros((0, mech.nv))
+        basic = _basic_forces(rows, np.array(chosen), np.where(positive, lam, 0.0))
+        if basic is not None:
+            lam, positive = basic, basic > 1e-9 * max(float(basic.max(initial=0.0)), 1e-12)
         for i in np.argsort(-lam, kind="stable"):
             if positive[i]:
                 keep[i] = add(rows[i])
+        for i in np.flatnonzero(held & ~keep):
+            keep[i] = add(rows[i])
         return keep
 
-    def _lcp(self, sim, hinges: Sequence[ContactHinge]) -> np.ndarray:
-        """Normal forces (N) of every candidate point (see the module docstring).
+    @staticmethod
+    def _equivalent_compressive(mech, hinges, lam: np.ndarray) -> np.ndarray | None:
+        """Compressive normal forces with the same generalized force as ``lam`` (all candidate
+        points held, every sticking row and constraint free), or None when there are none."""
+        free = [c.jacobian() for c in mech.constraints.values() if not isinstance(c, ContactHinge)]
+        rows = []
+        for h in hinges:
+            J = h._rows()[1]
+            rows.append(J[: len(h.points)])
+            free.append(J[len(h.points):])
+        others = np.vstack(free) if free else np.zeros((0, mech.nv))
+        return _basic_forces(np.vstack(rows), others, lam)
+
+    def _lcp(self, sim, hinges: Sequence[ContactHinge]) -> tuple[np.ndarray, np.ndarray]:
+        """Normal forces (N) of every candidate point and which points stay (see the module docstring).
 
         First the candidate set itself: when holding every candidate point bilaterally needs
         no tensile force, that is the LCP's solution. Otherwise the mixed LCP (normal forces
@@ -1009,8 +1122,14 @@ class ContactSource(EventSource):
         try:
             sol = sim.solve_now()
             lam = np.concatenate([h.forces(sol.lam[h.name])[0] for h in hinges])
+            held = np.ones(len(lam), dtype=bool)  # every candidate held: none separates
             if lam.min(initial=0.0) >= -1e-9 * max(float(np.abs(lam).max(initial=0.0)), 1e-12):
-                return np.maximum(lam, 0.0)
+                return np.maximum(lam, 0.0), held
+            # indeterminate forces (redundant points) are the least-squares ones, which may pull
+            # where a compressive set with the same generalized force (the same motion) exists
+            basic = self._equivalent_compressive(mech, hinges, lam)
+            if basic is not None:
+                return basic, held
         except ControlkitError:
             pass  # e.g. candidates that cannot all hold at once
         q, v, t = sim.q, sim.v, sim.t
@@ -1035,8 +1154,12 @@ class ContactSource(EventSource):
                 h._cache_version = -1
             mech.set_state(q, v, check=False)
         A = np.array(cols).T
-        lam = _support_qp(A, s0, normal, t)
-        return _refine_lcp(A, s0, normal, lam)[normal]
+        lam = _refine_lcp(A, s0, normal, _support_qp(A, s0, normal, t))
+        sep = s0 + A @ lam
+        tol_s = 1e-9 * max(float(np.max(np.abs(s0))), 1e-12)
+        tol_l = 1e-9 * max(float(np.abs(lam).max(initial=0.0)), 1e-12)
+        held = (lam > tol_l) | (sep <= tol_s)  # in the support: pressed, or resting with zero force
+        return lam[normal], held[normal]
 
     # -------------------------------------------------------------- friction
     def _friction_pass(self, sim) -> bool:
@@ -1047,6 +1170,8 @@ class ContactSource(EventSource):
         sol = sim.solve_now()
         changed = False
         for h in self.hinges.values():
+            if h.controlled and h.mode == "stick":
+                continue  # its friction stays in the pyramid (force_inequalities)
             fn, ft = h.forces(sol.lam.get(h.name, np.zeros(h.size)))
             # the same test as the slip guard (which fires at <= 0), so a handled event never repeats
             if h.mode == "stick" and np.linalg.norm(ft) >= h.mu_s * fn.sum() * (1 - 1e-9) - 1e-12:

@@ -221,3 +221,61 @@ def test_small_block_slides_across_a_larger_one_tips_over_its_end_and_falls_off(
     assert q[-1, 2] < -0.2  # and fell off the end
     world = CollisionWorld(sim.mech)
     assert min(world.distances(x).min() for x in rec.q) > -1e-6
+
+
+def _biped_stance(on_contact: bool, sway: float, T: float = 3.0, dt: float = 5e-3):
+    """The thesis biped under inverse dynamic control, its torso swaying ``sway`` m and dipping 4 cm
+    in T s (sim.compare's stance program), standing on contact (feet and toes on the ground,
+    mu .8) or on welded feet. Toe joints locked in both."""
+    import robots
+    from controlkit.constraints import JointLock
+    from controlkit.quantities import FramePoint
+    from sim.compare import SwayPath, _weld_feet, biped_stance_program
+
+    built = robots.biped(with_ground=True)
+    mech = built.mechanism
+    path = SwayPath(FramePoint(mech, "torso").position(mech).copy(), 0.0, T, sway=sway, squat=0.04)
+    sim = Simulator(mech, built.q0, np.zeros(mech.nv), dt=dt, integrator="rk4")
+    if on_contact:
+        sim.equations.critical_forms = False
+        for side in "lr":
+            sim.add_constraint(JointLock(f"{side}-toe", f"toe_joint_{side}"), impulsive=False)
+        sim.add_program(biped_stance_program("torso", path))
+        src = enable_contacts(sim, friction=(0.8, 0.7), pairs=[(f"{b}_{s}", "ground") for b in ("foot", "toe") for s in "lr"])
+        forces = []
+        sim.control_phase.append(lambda s: forces.append(
+            [s.mech.solution.lam[h.name][: len(h.points)].copy() for h in src.hinges.values()]))
+    else:
+        _weld_feet(sim)
+        sim.add_program(biped_stance_program("torso", path))
+        forces = None
+    return sim.run(T), forces, path
+
+
+@pytest.mark.parametrize("sway", [0.015, 0.03])
+def test_biped_standing_on_contact_under_inverse_dynamics(sway):
+    """Contact coexists with inverse dynamic control: the solve chooses torques and compressive
+    contact forces together (the contacts' unilateral inequalities), so the feet stay put with
+    no events. While each foot's centre of pressure stays inside it (1.5 cm sway), the contact
+    wrenches span what welds do, so the least squared torques are those of the welded stance (an
+    independent run); at 3 cm the pressure reaches a foot's edge (points unloaded along it) and
+    the torques differ there, the motion (fixed by the task) still the same."""
+    rec_c, forces, _ = _biped_stance(True, sway)
+    rec_w, _, _ = _biped_stance(False, sway)
+    assert [e.kind for e in rec_c.events] == ["contact_made"] * 4  # no chatter, no slip
+    fn = np.concatenate([np.concatenate(f) for f in forces])
+    assert fn.min() >= -1e-9
+    assert sum(forces[0][i].sum() for i in range(4)) == pytest.approx(75.0 * G, rel=1e-9)  # the weight
+    assert len(rec_c.t) == len(rec_w.t)
+    np.testing.assert_allclose(rec_c.q, rec_w.q, atol=1e-7)
+    assert np.ptp(rec_c.q[:, 1]) > 1.5 * sway  # the torso did sway
+    dtau = np.abs(rec_c.tau - rec_w.tau).max(axis=1) / np.abs(rec_w.tau).max()
+    # a foot (foot + toe, rigid with the toe locked) loaded on at most 3 of its 8 points: at an edge
+    edge = np.array([min(np.sum(np.concatenate([f[k], f[k + 2]]) > 1e-6) for k in (0, 1)) <= 3 for f in forces])
+    # (the two formulations' stabilization terms differ slightly: agreement to 1e-5 of the peak)
+    if sway < 0.02:
+        assert not edge.any()
+        assert dtau.max() < 1e-5
+    else:
+        first = int(np.argmax(edge))
+        assert edge.any() and dtau[:first].max() < 1e-4 and dtau[edge].max() > 1e-2  # 3 orders apart
