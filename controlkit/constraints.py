@@ -83,6 +83,10 @@ class Constraint:
         """
         return self.jacobian()
 
+    #: whether the critical-form analysis examines this constraint's redundancy (a unilateral
+    #: contact's redundant points are resolved by its support set instead)
+    second_order = True
+
     def force_inequalities(self) -> tuple[np.ndarray, np.ndarray] | None:
         """Inequalities ``C lam <= d`` on this constraint's own forces, or None (bilateral).
 

@@ -315,7 +315,7 @@ class _ConstraintPlan:
     column layout, and the critical-form analysis' full-rank reference.
     """
 
-    __slots__ = ("key", "cons", "slices", "rows", "labels", "ideal", "layout", "memo")
+    __slots__ = ("key", "cons", "slices", "rows", "labels", "ideal", "layout", "memo", "second_order")
 
     def __init__(self, mech, key):
         self.key = key
@@ -330,6 +330,11 @@ class _ConstraintPlan:
         self.ideal = all(type(c).force_jacobian is Constraint.force_jacobian for c in self.cons)
         self.layout = Layout.for_mechanism(mech)
         self.memo: dict = {}
+        # rows of the constraints whose redundancy the critical-form analysis examines (None: all)
+        picked = [sl for c, sl in zip(self.cons, self.slices) if c.second_order]
+        self.second_order = None if len(picked) == len(self.cons) else (
+            [c for c in self.cons if c.second_order],
+            np.concatenate([np.arange(sl.start, sl.stop) for sl in picked]) if picked else np.zeros(0, dtype=int))
 
 
 def _constraint_plan(mech, cons: dict) -> _ConstraintPlan:
@@ -380,7 +385,12 @@ def build_problem(mech, eqs: EquationSet, t: float, f_ext: np.ndarray | None = N
             phi[sl], Jc[sl], drift[sl] = c.terms()
         Jf = None if plan.ideal else np.vstack([c.force_jacobian() for c in cons])
         rhs = -drift - eqs.kv * Jc.dot(v) - eqs.kp * phi
-        R = locked_directions(mech, cons, Jc, plan.memo) if eqs.critical_forms else None
+        R = None
+        if eqs.critical_forms:
+            if plan.second_order is None:
+                R = locked_directions(mech, cons, Jc, plan.memo)
+            elif len(plan.second_order[1]):
+                R = locked_directions(mech, plan.second_order[0], Jc[plan.second_order[1]], plan.memo)
         if R is not None:
             # motions ruled out at second order: held like a constraint, with their own reactions
             Jc = np.vstack([Jc, R])

@@ -244,6 +244,7 @@ class ContactHinge(Constraint):
     """
 
     kind = "contact"
+    second_order = False  # redundant support points are resolved by the support set
 
     def __init__(self, name: str, pair: int, geoms: tuple[str, str], joints: tuple[int, int],
                  normal_b: np.ndarray, mu: tuple[float, float]):

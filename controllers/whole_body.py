@@ -1,0 +1,179 @@
+"""Whole-body QP control for forward dynamics on real contact: the stance (issue 7, part 2).
+
+At its own clock the controller reads the measured state, puts it on *its own model* of the
+robot (which may be wrong: a 10% heavier torso) and solves one QP with controlkit's solver.
+Unknowns: accelerations, joint torques and each planted foot's contact wrench. Equalities: the
+model's motion equations and the planted feet's no-acceleration rows. Inequalities: the
+wrenches' unilateral, friction-pyramid and centre-of-pressure limits (:class:`FootContact`) and
+the torque limits. Costs: the tasks — the torso's position follows a path and its orientation
+is held (PD with feedforward), every actuated joint is pulled toward a posture — and, where the
+tasks leave freedom (the internal force between two feet), the least squared torques. The
+torques are assigned to the simulated robot and held until the next tick; the simulator
+integrates forward dynamics, the feet touching the ground through its own unilateral contacts
+with Coulomb friction (``sim.contact``), never welded.
+
+Units: m, s, rad, N, N m. Gains: ``kp`` in 1/s^2, ``kd`` in 1/s.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+import pinocchio as pin
+
+from controlkit.constraints import WeldConstraint
+from controlkit.dynamics import evaluate
+from controlkit.equations import EquationSet
+from controlkit.errors import ControlkitError
+from controlkit.expressions import TimeFunction, acc, orientation_error, pos, vel
+from controlkit.quantities import ControlTorques, FrameOrientation, FramePoint, JointAcceleration
+
+__all__ = ["FootContact", "StanceGains", "whole_body_stance"]
+
+Path = Callable[[float], tuple[np.ndarray, np.ndarray, np.ndarray]]
+
+
+def _skew(r: np.ndarray) -> np.ndarray:
+    return np.array([[0.0, -r[2], r[1]], [r[2], 0.0, -r[0]], [-r[1], r[0], 0.0]])
+
+
+class FootContact(WeldConstraint):
+    """A planted foot in the controller's model: held still, its wrench within what the ground gives.
+
+    Args:
+        name: constraint name.
+        frame: the foot's frame (its sole is the frame's local -z face).
+        half_length, half_width: the sole rectangle's half sizes along the frame's x and y (m).
+        sole_depth: depth of the sole below the frame origin (m).
+        mu: friction coefficient; the pyramid uses mu / sqrt(2) (inside Coulomb's cone).
+        min_force: least normal force (N) the foot must carry.
+
+    The weld's multiplier is the ground's wrench on the foot (force, moment about the frame
+    origin, world axes). :meth:`force_inequalities` bounds it in the foot's axes at the sole
+    centre: ``f_z >= min_force``, ``|f_x|, |f_y| <= mu' f_z``, the centre of pressure inside the
+    sole (``|m_y| <= half_length f_z``, ``|m_x| <= half_width f_z``) and the torsion
+    ``|m_z| <= mu' min(half sizes) f_z``.
+    """
+
+    def __init__(self, name: str, frame: str, half_length: float, half_width: float, sole_depth: float,
+                 mu: float, min_force: float = 0.0):
+        super().__init__(name, frame)
+        if not (half_length > 0 and half_width > 0 and sole_depth >= 0 and mu > 0 and min_force >= 0):
+            raise ControlkitError(f"FootContact {name!r}: sizes (m) and mu must be positive, got "
+                                  f"{half_length}, {half_width}, {sole_depth}, {mu}, min_force {min_force}")
+        self.a, self.b, self.depth, self.mu = half_length, half_width, sole_depth, mu / math.sqrt(2.0)
+        self.min_force = min_force
+
+    def force_inequalities(self):
+        R = self._placements()[0].rotation
+        r = R @ np.array([0.0, 0.0, -self.depth])  # frame origin -> sole centre (world)
+        Rt = R.T
+        # foot-axes force f_l = R^T f and moment at the sole centre m_l = R^T (m - r x f)
+        F = np.hstack([Rt, np.zeros((3, 3))])
+        Mo = np.hstack([-Rt @ _skew(r), Rt])
+        fx, fy, fz = F
+        mx, my, mz = Mo
+        a, b, mu = self.a, self.b, self.mu
+        rows = [-fz]
+        for s in (1.0, -1.0):
+            rows += [s * fx - mu * fz, s * fy - mu * fz, s * my - a * fz, s * mx - b * fz,
+                     s * mz - mu * min(a, b) * fz]
+        d = np.zeros(len(rows))
+        d[0] = -self.min_force
+        return np.array(rows), d
+
+
+@dataclass
+class StanceGains:
+    """Task gains and weights of :func:`whole_body_stance` (kp 1/s^2, kd 1/s; weights unitless)."""
+
+    torso_kp: float = 400.0
+    torso_kd: float = 40.0
+    torso_weight: float = 10.0
+    orientation_kp: float = 400.0
+    orientation_kd: float = 40.0
+    orientation_weight: float = 10.0
+    # the posture fixes what the tasks leave free (each leg's swivel about its hip-ankle line);
+    # lighter, it lets the swivel drift until the feet roll; this heavy, it costs the torso task
+    # about 1 mm on a 4 mm dip (the dip bends the knees 0.05 rad away from the posture)
+    posture_kp: float = 100.0
+    posture_kd: float = 20.0
+    posture_weight: float = 0.1
+
+
+def whole_body_stance(model_mech, feet: Sequence[dict], torso: str, path: Path, *, torque_limit: float = 300.0,
+                      gains: StanceGains | None = None, posture: np.ndarray | None = None):
+    """A control program: both feet planted, the torso's origin follows ``path``, held upright.
+
+    Args:
+        model_mech: the controller's :class:`~controlkit.mechanism.Mechanism` of the robot (a
+            separate instance, possibly with wrong masses); the program adds its feet to it.
+        feet: one dict per planted foot: ``frame``, ``half_length``, ``half_width``,
+            ``sole_depth`` (m), ``mu``.
+        torso: the torso's frame; ``path(t) -> (p, v, a)`` its origin's reference (m, m/s, m/s^2).
+        torque_limit: |tau| bound (N m) on every actuated coordinate.
+        gains: task gains and weights; posture: the configuration (nq,) the joints are pulled to
+            (default the state at the first tick).
+    Each tick records the solve in ``program.last`` (the controller model's Solution).
+    """
+    g = gains or StanceGains()
+    cm = model_mech
+
+    def program(ctl):
+        q0 = ctl.q.copy() if posture is None else np.asarray(posture, dtype=float)
+        cm.set_state(ctl.q, ctl.v, check=False)
+        for f in feet:
+            c = FootContact(f"stance {f['frame']}", f["frame"], f["half_length"], f["half_width"],
+                            f["sole_depth"], f["mu"])
+            c.bind(cm)
+            cm.constraints[c.name] = c
+        eqs = EquationSet(kp=0.0, kv=0.0, critical_forms=False)  # feet: no acceleration, no pull-back
+        p, o = FramePoint(cm, torso), FrameOrientation(cm, torso)
+        R0 = o.position(cm)
+
+        def torso_ref(t):
+            pd, vd, ad = path(t)
+            return ad + g.torso_kd * vd + g.torso_kp * pd
+
+        eqs.add_cost("torso path", acc(p) + g.torso_kd * vel(p) + g.torso_kp * pos(p) - TimeFunction(torso_ref, "torso path"),
+                     g.torso_weight)
+        eqs.add_cost("torso upright", acc(o) + g.orientation_kd * vel(o) + g.orientation_kp * orientation_error(o, R0),
+                     g.orientation_weight)
+        ref = {"a": np.zeros(cm.nv)}
+        model = cm.model
+        for j in range(2, model.njoints):  # every joint but the free flyer
+            name = model.names[j]
+            jm = model.joints[j]
+            sl = slice(jm.idx_v, jm.idx_v + jm.nv)
+            eqs.add_cost(f"posture {name}", JointAcceleration(cm, name) - TimeFunction(lambda t, sl=sl: ref["a"][sl], name),
+                         g.posture_weight)
+        tau = ControlTorques(cm)
+        eqs.add_inequality("torque limit", tau <= torque_limit)
+        eqs.add_inequality("torque limit (negative)", tau >= -torque_limit)
+        out = ControlTorques(ctl.mech)
+        while True:
+            q, v = ctl.q, ctl.v
+            ref["a"] = g.posture_kp * pin.difference(model, q, q0) - g.posture_kd * v
+            sol = evaluate(cm, eqs, ctl.t, q, v)
+            program.last = sol
+            ctl.assign("whole-body torques", out, sol.tau)
+            yield
+
+    program.__name__ = "whole_body_stance"
+    program.last = None
+    return program
+
+
+def biped_feet(built, mu: float) -> list[dict]:
+    """The planted-foot descriptions (:class:`FootContact` arguments) of :func:`robots.biped`'s feet:
+    the rear foot box's sole (the toe segment is left to the simulator's contacts)."""
+    mech = built.mechanism
+    out = []
+    for side in ("l", "r"):
+        frame = f"foot_{side}"
+        geom = next(g for g in mech.collision_model.geometryObjects if g.name == frame)
+        half = np.asarray(geom.geometry.halfSide, dtype=float)
+        out.append(dict(frame=frame, half_length=half[0], half_width=half[1], sole_depth=half[2], mu=mu))
+    return out

@@ -1,0 +1,86 @@
+"""Forward dynamics on real contact (issue 7 part 2, the stance): a whole-body QP at 1 kHz on the
+controller's own model computes the torques; the simulator holds them and resolves the feet's
+unilateral contacts with Coulomb friction (mu .8); nothing is welded."""
+import numpy as np
+import pinocchio as pin
+import pytest
+
+import robots
+from controlkit.constraints import WeldConstraint
+from controlkit.errors import ControlkitError
+from controlkit.quantities import FramePoint
+from controllers.whole_body import FootContact, biped_feet, whole_body_stance
+from sim.compare import SwayPath
+from sim.contact import enable_contacts
+from sim.simulator import Simulator
+
+G = 9.81
+
+
+def _stance(mass_error: float, T: float = 0.5):
+    built = robots.biped(with_ground=True)
+    mech = built.mechanism
+    ctrl = robots.biped(with_ground=True).mechanism  # the controller's own model
+    j = ctrl.model.getJointId("root_joint")  # the torso (with the welded head)
+    I = ctrl.model.inertias[j]
+    ctrl.model.inertias[j] = pin.Inertia(I.mass * (1 + mass_error), I.lever.copy(), I.inertia * (1 + mass_error))
+    path = SwayPath(FramePoint(mech, "torso").position(mech).copy(), 0.0, T, sway=0.002, squat=0.004)  # peak accelerations ~0.3 m/s^2
+    sim = Simulator(mech, built.q0, np.zeros(mech.nv), dt=1e-3, integrator="rk4")
+    program = whole_body_stance(ctrl, biped_feet(built, 0.8), "torso", path)
+    sim.add_program(program, period=1e-3)
+    src = enable_contacts(sim, friction=0.8, pairs=[(f"{b}_{s}", "ground") for b in ("foot", "toe") for s in "lr"])
+    feet0 = [mech.data.oMf[mech.frame_id(f"foot_{s}")].translation.copy() for s in "lr"]
+    normals = []
+    sim.control_phase.append(lambda s: normals.append(sum(f["normal"] for f in src.pair_forces(s).values())))
+    rec = sim.run(T)
+    feet1 = [mech.data.oMf[mech.frame_id(f"foot_{s}")].translation.copy() for s in "lr"]
+    err = np.abs(rec.q[:, :3] - np.array([path(t)[0] for t in rec.t])).max()
+    return rec, err, max(np.linalg.norm(a - b) for a, b in zip(feet0, feet1)), np.array(normals)
+
+
+@pytest.fixture(scope="module")
+def stances():
+    return {e: _stance(e) for e in (0.0, 0.1)}
+
+
+@pytest.mark.parametrize("mass_error", [0.0, 0.1])
+def test_biped_balances_by_forward_dynamics_on_real_contact(stances, mass_error):
+    """Exact model, and one whose torso (with the head) is 10% heavier than the simulated one."""
+    rec, err, slip, normals = stances[mass_error]
+    kinds = [e.kind for e in rec.events if e.kind != "control"]
+    assert kinds[:4] == ["contact_made"] * 4
+    # no impact, slip or lift-off; the redundant feet may shift which points carry the load
+    assert set(kinds[4:]) <= {"contact_changed"}
+    assert all(e.data["mode"] == "stick" and e.data["points"] >= 1 for e in rec.events if e.kind == "contact_changed")
+    assert slip < 1e-6  # m: the feet stay where they stand
+    if mass_error == 0:
+        assert normals[0] == pytest.approx(75.0 * G, rel=1e-6)  # the weight, at rest
+    else:  # the first torques expect a heavier torso: it is pushed up
+        assert normals[0] > 75.0 * G * (1 + 1e-3)
+    assert normals.min() > 0.9 * 75.0 * G
+    assert err < 2e-3  # m: the torso on its 4 mm dip (the posture cost's share, StanceGains)
+
+
+def test_foot_contact_bounds_the_wrench_to_the_sole():
+    built = robots.biped()
+    mech = built.mechanism
+    c = FootContact("f", "foot_l", 0.1, 0.05, 0.02, 0.8)
+    c.bind(mech)
+    C, d = c.force_inequalities()
+    R = mech.data.oMf[mech.frame_id("foot_l")].rotation
+    o = mech.data.oMf[mech.frame_id("foot_l")].translation
+
+    def wrench(f, p):  # force f (world) at sole point p (foot axes from the sole centre) -> (f, m at origin)
+        x = o + R @ (np.array([0.0, 0.0, -0.02]) + p)
+        return np.concatenate([f, np.cross(x - o, f)])
+
+    inside = wrench(np.array([10.0, -5.0, 100.0]), np.array([0.09, -0.04, 0.0]))
+    outside = wrench(np.array([0.0, 0.0, 100.0]), np.array([0.11, 0.0, 0.0]))  # past the toe end
+    pulling = wrench(np.array([0.0, 0.0, -1.0]), np.zeros(3))
+    slipping = wrench(np.array([70.0, 0.0, 100.0]), np.zeros(3))  # beyond mu / sqrt 2
+    assert np.all(C @ inside <= d + 1e-9)
+    for w in (outside, pulling, slipping):
+        assert np.any(C @ w > d + 1e-9)
+    with pytest.raises(ControlkitError):
+        FootContact("f", "foot_l", -0.1, 0.05, 0.02, 0.8)
+    assert isinstance(c, WeldConstraint)
