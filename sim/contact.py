@@ -37,7 +37,13 @@ pair of the collision world:
   along its direction at slip onset (it stops: stick again, or slide the other way);
 - the other vertices of A: their gap to B's surface plus ``penetration_tolerance``
   (a vertex comes down: an impact, the contact region grows);
-- support points on a finite box B: their margin inside B's face (the body slides off).
+- support points on a finite box B: their margin inside B's face (the body slides off);
+- hinged pairs: their signed distance, as a safety net for crossings no vertex shows (an edge
+  of B cutting into A's face): it fires when the penetration grows by ``penetration_tolerance``.
+
+A support point where an edge of one face crosses an edge of the other belongs to neither body
+once the edges slide along each other; :meth:`ContactSource.follow_crossings` (run after every
+step) moves it to the current crossing.
 
 Under inverse dynamic control a hinge on an actuated body (a robot's foot) is **controlled**:
 it keeps every candidate point and hands the solve ``lam_n >= 0`` and a friction pyramid as
@@ -220,6 +226,9 @@ class SupportPoint:
     radius: float = 0.0
     owner: int = 0
     offset: float = 0.0  # spare vertices: how far (m) below the surface it already was when watched
+    #: where an edge of one face crosses an edge of the other: a point of neither body, which
+    #: moves along both edges as they slide; the source re-places it after every step
+    crossing: bool = False
 
 
 @dataclass
@@ -275,6 +284,7 @@ class ContactHinge(Constraint):
         self._rrel0 = None
         self._tangents_b = _tangents(self.normal_b)
         self._cache_version = -1
+        self.depth0 = 0.0  # the pair's signed distance (m, <= 0) when its support was last set
 
     # the constraint protocol ------------------------------------------------
     @property
@@ -578,10 +588,11 @@ class _Geometry:
             xb = p - n * (n @ (p - plane_b))  # onto B's
             if len(verts_b) and np.min(np.linalg.norm(verts_b - p, axis=1)) <= near:
                 xb = verts_b[int(np.argmin(np.linalg.norm(verts_b - p, axis=1)))]
+            crossing = _margin(face_b, B, xa[None])[0] <= near and _margin(face_a_l, A, xb[None])[0] <= near
             if self._owner(face_b, face_a_l, A, B, xa, xb, near) == 0:
-                points.append(SupportPoint(Ja.actInv(xa), Jb.actInv(xb)))
+                points.append(SupportPoint(Ja.actInv(xa), Jb.actInv(xb), crossing=crossing))
             else:
-                points.append(SupportPoint(Jb.actInv(xb), Ja.actInv(xa), owner=1))
+                points.append(SupportPoint(Jb.actInv(xb), Ja.actInv(xa), owner=1, crossing=crossing))
         # vertices touching the other face that the patch left out (its points lie around the deepest one)
         for owner, (verts, plane, k, face, Mq, Jp, Jq) in enumerate(
                 ((verts_a, plane_b, n, isinstance(sb, coal.Box) and (sb, Mb), Mb, Ja, Jb),
@@ -771,20 +782,27 @@ class ContactSource(EventSource):
         self.rest_velocity = float(rest_velocity)
         self.stick_velocity = float(stick_velocity)
         self.impact_velocity = float(impact_velocity)
+        self.crossing_slack = 1e-3  # m: how far a crossing point may lag before it is an event
         self.name = name
         self.geometry = _Geometry(world, self.touch_distance)
         self.hinges: dict[int, ContactHinge] = {}
-        self._grace: set[int] = set()  # pairs whose contact broke while they still touched
+        # pairs whose contact broke while they still touched -> their distance then (m, <= 0)
+        self._grace: dict[int, float] = {}
         self.support_solves: list[float] = []  # wall time (s) of each support-set solve
         self.impacts = 0
 
     # --------------------------------------------------------------- guards
     def guards(self, sim, t, q, v):
         d = self.world.distances(q)
-        for k in self._grace:
-            d[k] += self.slack  # broken while touching: a later return is a crossing past the slack
-        for k in self.hinges:
-            d[k] = -1.0  # a hinged pair is watched through its hinge
+        for k, d0 in self._grace.items():
+            # broken while touching: a later return is a crossing past the slack, counted from
+            # where the pair was (a drifted contact may break slightly overlapping)
+            d[k] += self.slack - d0
+        for k, h in self.hinges.items():
+            # a hinged pair is watched through its hinge, and its distance as a safety net: an
+            # edge crossing into a face (a block sliding over the end of the ground) has no vertex
+            # to watch, and shows only as the pair's penetration growing past the tolerance
+            d[k] += self.slack - h.depth0
         if not self.hinges:
             return d
         mech = sim.mech
@@ -824,11 +842,50 @@ class ContactSource(EventSource):
                 g.extend(np.maximum(gap, -_margin(face, Q, x)) + self.slack)
             pts = [p for p in h.points if p.owner == owner]
             if face is not None and pts:
-                g.extend(_margin(face, Q, P.point(np.array([p.local_a for p in pts]))) + self.slack)
+                # a crossing point follows its edges (re-placed after each step); its guard only
+                # catches a crossing that ends (the edges no longer cross near it)
+                slack = np.array([self.crossing_slack if p.crossing else self.slack for p in pts])
+                g.extend(_margin(face, Q, P.point(np.array([p.local_a for p in pts]))) + slack)
         return g
 
     def max_step(self, sim, t, q, v):
         return self.world.time_to_contact(q, v, exclude=set(self.hinges))
+
+    def follow_crossings(self, sim) -> None:
+        """After a step: move each crossing support point to where its two edges now cross.
+
+        Such a point is a material point of neither body: held fixed in one, it would leave that
+        body's face at once (an event every micrometre of sliding). Re-placed after every step,
+        it lags its true place by at most one step's motion."""
+        placed = moved = False
+        for k, h in self.hinges.items():
+            old = [i for i, p in enumerate(h.points) if p.crossing]
+            if not old:
+                continue
+            if not placed:
+                sim.mech.set_state(sim.q, sim.v, check=False)
+                self.world._place(sim.q, True)
+                placed = True
+            g = self.geometry.contact(k)
+            new = [p for p in g.points if p.crossing] if g is not None and g.joints == h.joints else []
+            if not new:
+                continue  # the crossing ended: its margin guard fires
+            sides = h.sides()
+            where = np.array([sides[p.owner][0].point(p.local_a) for p in new])
+            changed = False
+            for i in old:
+                p = h.points[i]
+                x = sides[p.owner][0].point(p.local_a)
+                j = int(np.argmin(np.linalg.norm(where - x, axis=1)))
+                if 1e-9 < np.linalg.norm(where[j] - x) <= self.crossing_slack:
+                    h.points[i] = new[j]
+                    changed = True
+            if changed:
+                h.version += 1
+                h._cache_version = -1
+                moved = True
+        if moved:
+            sim.set_state()
 
     # -------------------------------------------------------------- handler
     def handle(self, sim, t, fired):
@@ -840,12 +897,14 @@ class ContactSource(EventSource):
         mech.set_state(sim.q, sim.v, check=False)
         self.world._place(sim.q, True)
         d = self.world.distances(sim.q)
-        self._grace = {k for k in self._grace if d[k] <= self.touch_distance}
+        self._grace = {k: min(float(d[k]), 0.0) for k in self._grace if d[k] <= self.touch_distance}
         touching = sorted(set(np.flatnonzero(d <= self.touch_distance)) | set(self.hinges))
         geo = {k: self.geometry.contact(int(k)) for k in touching}
         geo = {k: g for k, g in geo.items() if g is not None}
         self._impact(sim, geo)
         self._establish(sim, geo)
+        for k, h in self.hinges.items():
+            h.depth0 = min(float(d[k]), 0.0)
 
     def _point_rows(self, sim, geo):
         """Normal rows (k, nv), normal velocities (k,) and owners of every candidate point."""
@@ -949,7 +1008,7 @@ class ContactSource(EventSource):
     def _remove(self, sim, k: int, why: str) -> None:
         h = self.hinges.pop(k)
         sim.mech.constraints.pop(h.name, None)
-        self._grace.add(k)
+        self._grace[k] = min(float(self.world.distances(sim.q)[k]), 0.0)
         sim.log("contact_broken", f"{h.label}: contact broken ({why})", pair=list(h.names))
 
     # ------------------------------------------------------ support set (QP)
@@ -1273,5 +1332,6 @@ def enable_contacts(sim, friction=None, restitution=0.0, pairs: Sequence[tuple[s
     options.setdefault("tolerance", min(sim.event_tolerance, 1e-9))
     src = ContactSource(world, friction, restitution, **options)
     sim.add_source(src)
+    sim.control_phase.append(src.follow_crossings)
     src.update(sim)
     return src
