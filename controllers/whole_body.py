@@ -49,22 +49,24 @@ class FootContact(WeldConstraint):
         sole_depth: depth of the sole below the frame origin (m).
         mu: friction coefficient; the pyramid uses mu / sqrt(2) (inside Coulomb's cone).
         min_force: least normal force (N) the foot must carry.
+        max_force: most normal force (N) it may carry (default unbounded); a program may change
+            ``max_force`` between solves to load or unload the foot gradually.
 
     The weld's multiplier is the ground's wrench on the foot (force, moment about the frame
     origin, world axes). :meth:`force_inequalities` bounds it in the foot's axes at the sole
     centre: ``f_z >= min_force``, ``|f_x|, |f_y| <= mu' f_z``, the centre of pressure inside the
     sole (``|m_y| <= half_length f_z``, ``|m_x| <= half_width f_z``) and the torsion
-    ``|m_z| <= mu' min(half sizes) f_z``.
+    ``|m_z| <= mu' min(half sizes) f_z``, and ``f_z <= max_force`` when that is finite.
     """
 
     def __init__(self, name: str, frame: str, half_length: float, half_width: float, sole_depth: float,
-                 mu: float, min_force: float = 0.0):
+                 mu: float, min_force: float = 0.0, max_force: float = math.inf):
         super().__init__(name, frame)
         if not (half_length > 0 and half_width > 0 and sole_depth >= 0 and mu > 0 and min_force >= 0):
             raise ControlkitError(f"FootContact {name!r}: sizes (m) and mu must be positive, got "
                                   f"{half_length}, {half_width}, {sole_depth}, {mu}, min_force {min_force}")
         self.a, self.b, self.depth, self.mu = half_length, half_width, sole_depth, mu / math.sqrt(2.0)
-        self.min_force = min_force
+        self.min_force, self.max_force = min_force, max_force
 
     def force_inequalities(self):
         R = self._placements()[0].rotation
@@ -80,8 +82,12 @@ class FootContact(WeldConstraint):
         for s in (1.0, -1.0):
             rows += [s * fx - mu * fz, s * fy - mu * fz, s * my - a * fz, s * mx - b * fz,
                      s * mz - mu * min(a, b) * fz]
+        if math.isfinite(self.max_force):
+            rows.append(fz)
         d = np.zeros(len(rows))
         d[0] = -self.min_force
+        if math.isfinite(self.max_force):
+            d[-1] = self.max_force
         return np.array(rows), d
 
 

@@ -1,0 +1,487 @@
+"""Walking by forward dynamics on real contact (issue 7 part 2): the walking program of
+:mod:`controllers.walking` (thesis Fig. 6.7-6.9) driving a whole-body QP.
+
+Two programs run side by side:
+
+- the **servo** (:class:`WholeBody`, at its own clock, 1 kHz) reads the measured state, puts it
+  on the controller's own model of the robot (which may be wrong) and solves one QP: unknowns
+  accelerations, joint torques and the wrench of every planted foot; the planted feet's
+  no-acceleration rows with their wrench limits (:class:`~controllers.whole_body.FootContact`:
+  unilateral, friction pyramid, centre of pressure in the sole, a load ceiling), torque limits,
+  and costs for the tasks in force. It assigns the torques, which the simulator holds until the
+  next tick;
+- the **walking program** (:func:`walk`), the coroutine of Fig. 6.9: each phase changes the
+  servo's tasks (a swing heel's trajectory, a foot's orientation) and the set of planted feet,
+  and waits with ``until`` for the condition that ends it.
+
+The simulator integrates forward dynamics with the held torques; the feet touch the ground only
+through ``sim.contact``'s unilateral contacts with Coulomb friction (mu .8): heel strikes are
+impacts and contact events, lift-offs are contacts broken by a tensile force. Nothing is welded.
+
+What physics changes in the pattern of part 1 (each constant marks "thesis:"/"part 1:" where it
+departs), and why:
+
+1. The centre of mass follows a linear-inverted-pendulum plan (:class:`WalkPlan`) whose zero-moment
+   point rests in the stance foot's sole during a swing and moves from foot to foot during double
+   support (a ZMP preview solved over the whole walk as one banded system): with a real floor the
+   whole weight must pass through the feet, so the centre of mass must be carried over the stance
+   foot before a foot lifts. Part 1's torso centring between the feet is this plan.
+2. Slow, short steps (``STRIDE``, ``TIME_IN_AIR``, ``DOUBLE_SUPPORT_TIME``): the stance is
+   flat-footed and the centre of mass stays low (``SQUAT``), so the torques stay far from their
+   limits and the centre of pressure inside the sole.
+3. Take-off: a foot leaves the ground flat, after the load has been moved off it (its load
+   ceiling ramps to zero during double support): the toe segment cannot carry a push-off through
+   a sole of 7 cm without the centre of pressure reaching its edge. Landing: the heel comes down
+   with the foot level, at ``HEEL_VERTICAL_STRIKE_SPEED`` and no forward speed (a forward speed
+   would make the struck foot slide).
+4. The torso is held upright (part 1 leans it 10 deg forward; here a lean moves the centre of
+   mass plan's reference away from the torso for no gain).
+5. Part 1's cost on all body accelerations (Fig. 6.8) becomes a posture cost: every joint is
+   pulled toward the standing posture, which fixes each leg's swivel about its hip-ankle line
+   (part 1's note 8) and the toe joints.
+6. The toe segments are held ``TOE_UP`` (toes up): only their joint line, the sole's front edge,
+   reaches the ground, so the foot stands on its sole alone and its contact with the ground is
+   one rigid sole (the simulation watches the soles' pairs only). A toe resting beside the sole
+   makes the ground's split of load and friction between sole and toe arbitrary (the points
+   are redundant), and a lightly loaded foot then slips on whichever carries the friction.
+
+Units: m, s, rad, N, N m.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import pinocchio as pin
+from scipy.interpolate import CubicSpline
+from scipy.linalg import solve_banded
+
+from controlkit.dynamics import evaluate
+from controlkit.equations import EquationSet
+from controlkit.expressions import TimeFunction, acc, orientation_error, pos, vel
+from controlkit.quantities import CenterOfMass, ConstraintForce, ControlTorque, ControlTorques, FrameOrientation, FramePoint, JointAcceleration
+from controllers.arm import smooth_ramp
+from controllers.primitives import Quintic
+from controllers.walking import Leg
+from controllers.whole_body import FootContact, biped_feet
+
+__all__ = ["WalkPlan", "WholeBody", "WalkingGains", "walk", "walker"]
+
+G = 9.81
+
+# ------------------------------------------------------------------ Fig. 6.7 (pattern)
+STRIDE = 0.15                              # m; part 1: 0.5 (note 2)
+TIME_IN_AIR = 0.6                          # s: a swing; part 1: 0.5
+DOUBLE_SUPPORT_TIME = 0.4                  # s: both feet down, the load moves over (note 1)
+DIRECTION = np.array([1.0, 0.0, 0.0])      # walking direction
+INSIDE_STEP_FRACTION = 0.20                # as part 1 (its note 1): feet 14.4 cm apart
+HEEL_VERTICAL_STRIKE_SPEED = -0.05         # m/s, as the thesis
+HEEL_FORWARD_STRIKE_SPEED = 0.0            # m/s; thesis: 0.02 (note 3)
+SWING_CLEARANCE = 0.04                     # m: heel lift at mid-swing; part 1: 0.06
+CLOSE_TO_TARGET = 0.01                     # m
+
+# ------------------------------------------------------------------ ours
+START_TIME = 1.2                           # s: the first weight shift before the first lift-off
+SQUAT = 0.03                               # m: the centre of mass is lowered this much at the start
+UNLOAD_TIME = 0.15                         # s: a trailing foot's load ceiling ramps to zero over this
+LOAD_TIME = 0.05                           # s: a landed foot's load ceiling ramps up over this
+LIFT_LOAD = 30.0                           # N: what a trailing foot still carries when it lifts
+TOE_UP = math.radians(5.0)                 # toe joints are held this far up (note 6)
+ZMP_FROM_HEEL = 0.10                       # m: the ZMP rests this far ahead of the stance heel (mid-sole)
+
+
+@dataclass
+class WalkingGains:
+    """Task gains (kp 1/s^2, kd 1/s) and weights (unitless) of the servo's costs."""
+
+    com_kp: tuple = (100.0, 100.0, 400.0)
+    com_kd: tuple = (20.0, 20.0, 40.0)
+    com_weight: float = 10.0
+    orientation_kp: float = 400.0
+    orientation_kd: float = 40.0
+    orientation_weight: float = 10.0
+    heel_kp: float = 400.0
+    heel_kd: float = 40.0
+    heel_weight: float = 10.0
+    foot_kp: float = 400.0
+    foot_kd: float = 40.0
+    foot_weight: float = 10.0
+    posture_kp: float = 100.0
+    posture_kd: float = 20.0
+    posture_weight: float = 0.1
+    cop_weight: float = 0.01  # on a planted foot's moments (N m) about its centre
+    foot_kv: float = 20.0  # 1/s: a planted foot's velocity is damped at this rate (it should be still)
+
+
+# ------------------------------------------------------------------ the plan (note 1)
+@dataclass
+class Step:
+    """One planned step: the swing leg's side, its heel target (m), lift-off and touchdown times (s)."""
+
+    side: str
+    target: np.ndarray
+    lift: float
+    land: float
+
+
+class WalkPlan:
+    """Footsteps by part 1's rule and a centre-of-mass path whose ZMP stays in the support.
+
+    Args:
+        heels: the heels' start positions ``{"l": (3,), "r": (3,)}`` (m).
+        com0: the centre of mass at the start (m); steps: how many; first: the first swing side.
+
+    The ZMP reference ``p(t)`` rests at mid-sole of the stance foot during a swing and moves
+    (quintic ramp) to the landed foot during double support; the horizontal centre of mass
+    is the bounded solution of the linear inverted pendulum ``x'' = w^2 (x - p)``, ``w^2 = g / z``,
+    computed on a 5 ms grid as one banded (tridiagonal) system over the whole walk, the noncausal
+    ZMP preview. Its first ``START_TIME`` s are a quintic from rest onto that solution (the
+    weight shift before the first lift-off). Height: lowered by ``SQUAT`` in the first second.
+    """
+
+    def __init__(self, heels: dict, com0, steps: int, first: str = "r", *, stride: float = STRIDE,
+                 time_in_air: float = TIME_IN_AIR, double_support: float = DOUBLE_SUPPORT_TIME,
+                 start: float = START_TIME, squat: float = SQUAT, h: float = 5e-3):
+        self.com0 = np.asarray(com0, dtype=float)
+        self.z = self.com0[2] - squat
+        self.w = math.sqrt(G / self.z)
+        self.squat = squat
+        heel = {s: np.asarray(p, dtype=float).copy() for s, p in heels.items()}
+        for p in heel.values():
+            p[2] = 0.0
+        other = {"l": "r", "r": "l"}
+        self.steps: list[Step] = []
+        swing, t = first, start
+        for _ in range(steps):
+            stance = other[swing]
+            hip_to_hip = heels[swing] - heels[stance]  # the standing feet are below the hips
+            sideways = hip_to_hip - (hip_to_hip @ DIRECTION) * DIRECTION
+            sideways[2] = 0.0
+            target = heel[stance] + stride * DIRECTION + (1.0 - INSIDE_STEP_FRACTION) * sideways
+            self.steps.append(Step(swing, target, t, t + time_in_air))
+            heel[swing] = target
+            t += time_in_air + double_support
+            swing = stance
+        self.end = (self.steps[-1].land if self.steps else start) + double_support + 1.0
+        zmp_of = lambda p: (p + ZMP_FROM_HEEL * DIRECTION)[:2]
+        # ZMP knots: (time, point) with quintic ramps between consecutive knots
+        h0 = {s: np.asarray(p, dtype=float).copy() for s, p in heels.items()}
+        mid = 0.5 * (zmp_of(h0["l"]) + zmp_of(h0["r"]))
+        knots = [(0.0, mid)]
+        stand = dict(h0)
+        if self.steps:
+            knots.append((start, zmp_of(stand[other[first]])))
+        for st in self.steps:
+            stance = other[st.side]
+            knots.append((st.land, zmp_of(stand[stance])))  # rest in the stance foot during the swing
+            stand[st.side] = st.target
+            knots.append((st.land + double_support, zmp_of(st.target)))  # moved over in double support
+        if self.steps:
+            knots[-1] = (self.steps[-1].land + double_support,
+                         0.5 * (zmp_of(stand["l"]) + zmp_of(stand["r"])))  # the last: back between the feet
+        self.knots = knots
+        n = int(math.ceil(self.end / h)) + 1
+        tg = np.arange(n) * h
+        P = np.array([self.zmp(t) for t in tg])
+        # (x[i+1] - 2 x[i] + x[i-1]) / h^2 - w^2 x[i] = -w^2 p[i]; x[0] = p[0], x[n-1] = p[n-1]
+        w2h2 = (self.w * h) ** 2
+        ab = np.zeros((3, n))
+        ab[0, 2:] = 1.0
+        ab[1, :] = -(2.0 + w2h2)
+        ab[2, :-2] = 1.0
+        ab[1, 0] = ab[1, -1] = 1.0
+        rhs = -w2h2 * P
+        rhs[0], rhs[-1] = P[0], P[-1]
+        X = solve_banded((1, 1), ab, rhs)
+        self._spline = CubicSpline(tg, X, axis=0)
+        # the weight shift from rest: a quintic onto the pendulum's solution at START_TIME
+        ts = start if self.steps else 0.0
+        if ts > 0:
+            self._shift = Quintic(self.com0[:2], np.zeros(2), self._spline(ts), self._spline(ts, 1), 0.0, ts)
+            self._shift_a = self._spline(ts, 2)
+        self._ts = ts
+
+    def zmp(self, t: float) -> np.ndarray:
+        """The ZMP reference (x, y) at t (m)."""
+        k = self.knots
+        if t <= k[0][0]:
+            return k[0][1].copy()
+        for (t0, p0), (t1, p1) in zip(k, k[1:]):
+            if t < t1:
+                s = smooth_ramp((t - t0) / (t1 - t0))[0] if t1 > t0 else 1.0
+                return p0 + s * (p1 - p0)
+        return k[-1][1].copy()
+
+    def _horizontal(self, t: float):
+        if t < self._ts:
+            return self._blend(t)
+        t = min(t, self.end)
+        return self._spline(t), self._spline(t, 1), self._spline(t, 2)
+
+    def _blend(self, t):
+        # quintic with matched end acceleration: add a cubic-in-s correction for a1 (p, v unchanged at ends)
+        p, v, a = self._shift(t)
+        T = self._ts
+        s = t / T
+        # b(s) = s^3 (1 - s)^2 ... gives b(1) = b'(1) = 0, b''(1) = 2; b(0) = b'(0) = b''(0) = 0
+        c = 0.5 * T * T * self._shift_a
+        b, db, ddb = s**3 * (1 - s) ** 2, 3 * s**2 * (1 - s) ** 2 - 2 * s**3 * (1 - s), \
+            6 * s * (1 - s) ** 2 - 12 * s**2 * (1 - s) + 2 * s**3
+        return p + c * b, v + c * db / T, a + c * ddb / T**2
+
+    def com(self, t: float):
+        """The centre of mass reference (p, v, a) at t: (3,) each (m, m/s, m/s^2)."""
+        x, xd, xdd = self._horizontal(t)
+        s, ds, dds = smooth_ramp(t / 1.0)
+        z = self.com0[2] - self.squat * s
+        return (np.array([x[0], x[1], z]), np.array([xd[0], xd[1], -self.squat * ds]),
+                np.array([xdd[0], xdd[1], -self.squat * dds]))
+
+    __call__ = com
+
+
+# ------------------------------------------------------------------ the servo
+class WholeBody:
+    """The whole-body QP on the controller's own model; its tasks are what the phases change.
+
+    Args:
+        model_mech: the controller's :class:`~controlkit.mechanism.Mechanism` (its own instance,
+            possibly with wrong masses).
+        feet: ``{"l": FootContact arguments, "r": ...}`` (:func:`~controllers.whole_body.biped_feet`).
+        com_path: ``t -> (p, v, a)`` of the centre of mass (m).
+        torso: the torso's frame (held upright).
+        torque_limit: |tau| bound (N m). gains: :class:`WalkingGains`.
+
+    :meth:`program` is the servo (a control program to run at 1 kHz). ``last`` is its last
+    solution on the model, ``solves`` the number of solves.
+    """
+
+    def __init__(self, model_mech, feet: dict, com_path, torso: str = "torso", *, torque_limit: float = 300.0,
+                 gains: WalkingGains | None = None):
+        self.cm, self.feet, self.com_path, self.torso = model_mech, feet, com_path, torso
+        self.g = gains or WalkingGains()
+        self.torque_limit = torque_limit
+        self.eqs = EquationSet(kp=0.0, kv=self.g.foot_kv, critical_forms=False)
+        self.planted: dict[str, FootContact] = {}
+        self.ceilings: dict[str, Callable[[float], float]] = {}
+        self.last = None
+        self.solves = 0
+        self._ref = {"a": np.zeros(model_mech.nv)}  # the posture's accelerations at this tick
+
+    # the phases' vocabulary
+    def sync(self, ctl) -> None:
+        """Put the measured state on the model (what the phases' targets are computed from)."""
+        self.cm.set_state(ctl.q, ctl.v, check=False)
+        self.cm.kinematics()
+
+    def plant(self, ctl, side: str, ceiling: Callable[[float], float] | None = None) -> None:
+        """A foot is on the ground: the model holds it still, its wrench within the sole's limits."""
+        self.sync(ctl)
+        f = self.feet[side]
+        c = FootContact(f"{side}-stance", f["frame"], f["half_length"], f["half_width"], f["sole_depth"], f["mu"])
+        c.bind(self.cm)
+        self.cm.constraints[c.name] = c
+        self.planted[side] = c
+        if ceiling is not None:
+            self.ceilings[side] = ceiling
+        # with two feet down the forces between them are free: share the load by moving the centres
+        # of pressure as little from mid-sole as the tasks allow (not by the least torques, which
+        # keep both feet loaded alike and push both centres of pressure to the edges)
+        moments = np.zeros((2, 6))
+        moments[0, 3] = moments[1, 4] = 1.0
+        self.eqs.add_cost(f"{side}-cop-centred", moments @ ConstraintForce(self.cm, c.name), self.g.cop_weight)
+
+    def unplant(self, side: str) -> None:
+        """The foot may leave the ground: the model no longer holds it."""
+        c = self.planted.pop(side)
+        self.cm.constraints.pop(c.name)
+        self.ceilings.pop(side, None)
+        self.remove(f"{side}-cop-centred")
+
+    def set_ceiling(self, side: str, ceiling: Callable[[float], float] | None) -> None:
+        """Bound a planted foot's normal force (N) by ``ceiling(t)`` (None: unbounded)."""
+        if ceiling is None:
+            self.ceilings.pop(side, None)
+            self.planted[side].max_force = math.inf
+        else:
+            self.ceilings[side] = ceiling
+
+    def track_point(self, name: str, point: str, path, kp=None, kd=None, weight=None) -> None:
+        """Cost: a point follows ``path(t) -> (p, v, a)`` (PD with feedforward)."""
+        g = self.g
+        kp, kd, weight = kp or g.heel_kp, kd or g.heel_kd, weight or g.heel_weight
+        p = FramePoint(self.cm, point)
+
+        def ref(t):
+            pd, vd, ad = path(t)
+            return ad + kd * vd + kp * pd
+
+        self.eqs.add_cost(name, acc(p) + kd * vel(p) + kp * pos(p) - TimeFunction(ref, name), weight)
+
+    def hold_orientation(self, name: str, frame: str, R, kp=None, kd=None, weight=None) -> None:
+        """Cost: a frame turns to (and stays at) orientation R (3, 3)."""
+        g = self.g
+        kp, kd, weight = kp or g.foot_kp, kd or g.foot_kd, weight or g.foot_weight
+        o = FrameOrientation(self.cm, frame)
+        self.eqs.add_cost(name, acc(o) + kd * vel(o) + kp * orientation_error(o, np.asarray(R, dtype=float)), weight)
+
+    def _posture(self, joint: str) -> None:
+        jm = self.cm.model.joints[self.cm.model.getJointId(joint)]
+        sl = slice(jm.idx_v, jm.idx_v + jm.nv)
+        self.eqs.add_cost(f"posture {joint}",
+                          JointAcceleration(self.cm, joint) - TimeFunction(lambda t: self._ref["a"][sl], joint),
+                          self.g.posture_weight)
+
+    def remove(self, *names: str) -> None:
+        for n in names:
+            self.eqs.remove(n)
+
+    # the servo
+    def program(self, ctl):
+        """The servo: every tick, solve the QP at the measured state and assign the torques."""
+        g, cm, eqs = self.g, self.cm, self.eqs
+        self.sync(ctl)
+        q0 = ctl.q.copy()
+        for side in "lr":  # the toes held up (note 6)
+            q0[cm.joint_q_slice(f"toe_joint_{side}")] = TOE_UP
+        com = CenterOfMass(cm)
+        Kp, Kd = np.diag(g.com_kp), np.diag(g.com_kd)
+
+        def com_ref(t):
+            p, v, a = self.com_path(t)
+            return a + Kd @ v + Kp @ p
+
+        eqs.add_cost("com path", acc(com) + Kd @ vel(com) + Kp @ pos(com) - TimeFunction(com_ref, "com path"),
+                     g.com_weight)
+        self.hold_orientation("torso upright", self.torso, FrameOrientation(cm, self.torso).position(cm),
+                              g.orientation_kp, g.orientation_kd, g.orientation_weight)
+        ref = self._ref
+        model = cm.model
+        for j in range(2, model.njoints):  # every joint but the free flyer
+            self._posture(model.names[j])
+        tau = ControlTorques(cm)
+        eqs.add_inequality("torque limit", tau <= self.torque_limit)
+        eqs.add_inequality("torque limit (negative)", tau >= -self.torque_limit)
+        out = ControlTorques(ctl.mech)
+        while True:
+            q, v, t = ctl.q, ctl.v, ctl.t
+            ref["a"] = g.posture_kp * pin.difference(model, q, q0) - g.posture_kd * v
+            for side, c in self.planted.items():
+                f = self.ceilings.get(side)
+                c.max_force = math.inf if f is None else max(float(f(t)), 0.0)
+            sol = evaluate(cm, eqs, t, q, v)
+            self.last = sol
+            self.solves += 1
+            ctl.assign("whole-body torques", out, sol.tau)
+            yield
+
+
+# ------------------------------------------------------------------ Fig. 6.9
+def walk(ctl, body: WholeBody, plan: WalkPlan):
+    """The walking program of Fig. 6.9 on the whole-body servo, from standing on both feet.
+
+    A foot's touch is sensed as a contact of the simulated foot (a contact hinge on it) or its
+    sole's lowest corner at the ground. Ends standing on both feet
+    after the plan's steps.
+    """
+    legs = {"l": Leg("l"), "r": Leg("r")}
+    body.plant(ctl, "l")
+    body.plant(ctl, "r")
+    level = {s: ctl.value(ctl.orientation(legs[s].foot)).copy() for s in "lr"}
+    taken = 0
+    for k, step in enumerate(plan.steps):
+        swing, stance = legs[step.side], legs["l" if step.side == "r" else "r"]
+        # L-TAKEOFF (double support): the load leaves the trailing foot before it lifts (note 3)
+        unload = step.lift - UNLOAD_TIME
+        if ctl.t < unload:
+            yield ctl.after(unload - ctl.t)
+        w0 = ctl.t
+        body.set_ceiling(step.side, lambda t, w0=w0: LIFT_LOAD + 75.0 * G * (1.0 - smooth_ramp((t - w0) / UNLOAD_TIME)[0]))
+        yield ctl.after(max(step.lift - ctl.t, 0.0))
+        # R-SWING: the heel on its trajectory, the foot level
+        body.unplant(step.side)
+        ctl.log("lift-off", foot=swing.foot)
+        path = swing_path(ctl, swing, step.target, step.land)
+        body.track_point(swing.heel_traj, swing.heel, path)
+        body.hold_orientation(swing.foot_orientation, swing.foot, level[step.side])
+        yield ctl.until(lambda: distance_to_target(ctl, swing, step.target) < CLOSE_TO_TARGET,
+                        label=f"{swing.heel} near target")
+        # R-LANDING: the heel comes on down at the strike speed (the path goes on at it)
+        yield ctl.until(lambda: foot_has_touched(ctl, swing), label=f"{swing.foot} touched")
+        taken += 1
+        ctl.log("heel strike", foot=swing.foot, target=step.target.tolist(),
+                heel=ctl.value(ctl.point(swing.heel)).tolist())
+        body.remove(swing.heel_traj, swing.foot_orientation)
+        t0 = ctl.t
+        body.plant(ctl, step.side, ceiling=lambda t, t0=t0: LIFT_LOAD + 75.0 * G * smooth_ramp((t - t0) / LOAD_TIME)[0])
+        yield ctl.after(LOAD_TIME)
+        body.set_ceiling(step.side, None)
+    yield ctl.until(lambda: ctl.t >= plan.end - 0.5, label="standing")
+
+
+def swing_path(ctl, leg: Leg, target: np.ndarray, land: float):
+    """Fig. 6.7: a quintic for the heel to its target at touchdown time, lifted at mid-swing."""
+    heel = ctl.point(leg.heel)
+    v1 = HEEL_VERTICAL_STRIKE_SPEED * np.array([0.0, 0.0, 1.0]) + HEEL_FORWARD_STRIKE_SPEED * DIRECTION
+    return Lifted(Quintic(ctl.value(heel), ctl.velocity(heel), target, v1, ctl.t, land - ctl.t), SWING_CLEARANCE)
+
+
+class Lifted:
+    """A quintic plus a lift of ``clearance`` at mid-way (zero, with its rate and acceleration, at both ends)."""
+
+    def __init__(self, quintic: Quintic, clearance: float):
+        self.quintic, self.clearance = quintic, clearance
+
+    def __call__(self, t: float):
+        p, v, a = self.quintic(t)
+        T = self.quintic.dt
+        s = min(max((t - self.quintic.t0) / T, 0.0), 1.0)
+        h = 16.0 * self.clearance
+        up = np.array([0.0, 0.0, 1.0])
+        lift = h * s * s * (1 - s) ** 2
+        rate = h * (2 * s - 6 * s**2 + 4 * s**3) / T
+        accel = h * (2 - 12 * s + 12 * s**2) / T**2 if 0.0 < s < 1.0 else 0.0
+        return p + lift * up, v + rate * up, a + accel * up
+
+
+def distance_to_target(ctl, leg: Leg, target: np.ndarray) -> float:
+    """Distance (m) of the heel from its target."""
+    return float(np.linalg.norm(ctl.value(ctl.point(leg.heel)) - target))
+
+
+def sole_height(ctl, leg: Leg) -> float:
+    """Height (m) of the foot's lowest sole corner."""
+    mech = ctl.mech
+    geom = next(g for g in mech.collision_model.geometryObjects if g.name == leg.foot)
+    hx, hy, hz = np.asarray(geom.geometry.halfSide)
+    M = mech.kinematics().oMf[mech.frame_id(leg.foot)]
+    corners = np.array([[sx * hx, sy * hy, -hz] for sx in (1, -1) for sy in (1, -1)])
+    return float((M.rotation @ corners.T)[2].min() + M.translation[2])
+
+
+def foot_has_touched(ctl, leg: Leg) -> bool:
+    """The foot touches the ground: a contact holds it (the touch sensor), or its sole reached z = 0."""
+    if any(leg.foot in getattr(c, "geoms", ()) for c in ctl.mech.constraints.values()):
+        return True
+    return sole_height(ctl, leg) <= 0.0
+
+
+# ------------------------------------------------------------------ setting up
+def walker(sim, built, model_mech, steps: int, *, period: float = 1e-3, gains=None, mu: float = 0.8):
+    """Add the walking program and its servo (at ``period`` s) to a simulator; returns (WholeBody, WalkPlan).
+
+    The simulator's contacts are the caller's (``sim.contact.enable_contacts``, after this call,
+    so the first support set is found with the servo's torques)."""
+    mech = sim.mech
+    mech.set_state(sim.q, sim.v, check=False)
+    heels = {s: FramePoint(mech, f"foot_{s}.heel").position(mech).copy() for s in "lr"}
+    com0 = CenterOfMass(model_mech)
+    model_mech.set_state(sim.q, sim.v, check=False)
+    plan = WalkPlan(heels, com0.position(model_mech).copy(), steps)
+    feet = {f["frame"][-1]: f for f in biped_feet(built, mu)}
+    body = WholeBody(model_mech, feet, plan, gains=gains)
+    sim.add_program(lambda ctl: walk(ctl, body, plan), name="walk")
+    sim.add_program(body.program, name="whole-body servo", period=period)
+    return body, plan
