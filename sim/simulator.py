@@ -300,12 +300,13 @@ class Simulator:
             self.solve_now()
         h = self._next_h(t_end)
         sources = [s for s in self.sources if s.active()]
-        g0 = [s.guards(self, self.t, self.q, self.v) for s in sources]
+        g0 = self._start_guards(sources)
         step = self._attempt(h)
         # detect events in the step
-        first = None
+        first, g_end = None, []
         for s, g in zip(sources, g0):
             g1 = s.guards(self, step.t1, step.q1, step.v1)
+            g_end.append(g1)
             mask = crossed(g, g1)
             if mask.any():
                 theta = isolate(s, self, step, g, mask)
@@ -320,12 +321,49 @@ class Simulator:
         self._accept(step)
         if first is not None:
             self._handle(first[1])
+        version = self.equations.version
         self._run_due_timers()
         self._control()
         if self._a is None or self.equations.version != self._eq_version or self.mech._q is not self.q \
                 or self.mech._v is not self.v:
             self.solve_now()
+        if first is None:
+            if self.equations.version != version or self._a is not step.a1:
+                self._instant_events(sources, g_end)
+            else:  # nothing changed since the step's end: its guards start the next step
+                self._guards_now = (self._guard_key(sources), g_end)
         self._record(force=first is not None or self.t >= t_end - 1e-12)
+
+    def _start_guards(self, sources) -> list[np.ndarray]:
+        """Guards at the step's start: those computed after the last control phase when nothing
+        has changed since (same sources, state, statements and solution), else evaluated now."""
+        cached = self._guards_now
+        if cached is not None and cached[0] == self._guard_key(sources):
+            return cached[1]
+        return [s.guards(self, self.t, self.q, self.v) for s in sources]
+
+    def _guard_key(self, sources):
+        return (tuple(map(id, sources)), self.t, id(self.q), id(self.v), self.equations.version,
+                id(self.mech.solution), self._a is not None)
+
+    _guards_now = None
+
+    def _instant_events(self, sources, g_end) -> None:
+        """Events caused by the control phase itself, at this instant.
+
+        New statements (a servo's torques, a released weld) change the accelerations and forces
+        at an unchanged state: a contact force can become tensile right now. Its guard is then
+        already <= 0 at the next step's start, where no crossing would ever be seen; compared
+        with the guards at the end of the step (the old statements), it is handled here."""
+        now = [s.guards(self, self.t, self.q, self.v) for s in sources]
+        fired = [(s, g, crossed(g, g1)) for s, g, g1 in zip(sources, g_end, now) if g.shape == g1.shape]
+        fired = [f for f in fired if f[2].any()]
+        if fired:
+            self._handle(fired)
+            self.solve_now()
+            sources = [s for s in self.sources if s.active()]
+            now = [s.guards(self, self.t, self.q, self.v) for s in sources]
+        self._guards_now = (self._guard_key(sources), now)
 
     def _attempt(self, h, adaptive_retry=True):
         while True:
