@@ -68,6 +68,7 @@ from scipy.optimize import nnls
 
 from controlkit.constraints import Constraint
 from controlkit.dynamics import evaluate
+from controlkit.equations import build_problem
 from controlkit.errors import ControlkitError
 from controlkit.vec3 import cross
 
@@ -265,7 +266,10 @@ class ContactHinge(Constraint):
         self.normal_b = np.asarray(normal_b, dtype=float)
         self.normal_a = None  # A's outward face normal (A's joint frame), for points owned by B
         self.mu_s, self.mu_k = mu
-        self.points: list[SupportPoint] = []
+        self.points: list[SupportPoint] = []  # the support points whose normal rows are held
+        # the other support points: each an affine combination of ``points`` in the contact plane,
+        # so holding ``points`` holds them too; forces may be shifted onto them (support_margin)
+        self.dependent: list[SupportPoint] = []
         self.candidates: list[SupportPoint] = []  # the resting points of the contact region
         self.spare_geometry: list[np.ndarray] = []
         self.spare: list[SupportPoint] = []  # other vertices, watched for touching down
@@ -284,6 +288,7 @@ class ContactHinge(Constraint):
         self._rrel0 = None
         self._tangents_b = _tangents(self.normal_b)
         self._cache_version = -1
+        self._affine = None
         self.depth0 = 0.0  # the pair's signed distance (m, <= 0) when its support was last set
 
     # the constraint protocol ------------------------------------------------
@@ -310,7 +315,51 @@ class ContactHinge(Constraint):
         return labs + [f"{self.name}.{s}" for s, k in zip(("t1", "t2", "torsion"), self._stick_mask()) if k]
 
     def describe(self) -> str:
-        return f"contact {self.label}: {self.region}, {len(self.points)} points, {self.mode}"
+        return f"contact {self.label}: {self.region}, {len(self.support())} points, {self.mode}"
+
+    def support(self) -> list[SupportPoint]:
+        """Every support point: the held ones, then the dependent ones."""
+        return self.points + self.dependent
+
+    def positions(self, pts: Sequence[SupportPoint], sides=None) -> np.ndarray:
+        """World positions (k, 3) of support points (m), each on its owner."""
+        sides = sides or self.sides()
+        if not pts:
+            return np.zeros((0, 3))
+        return np.array([sides[p.owner][0].point(p.local_a) for p in pts])
+
+    def support_margin(self, fn: np.ndarray, sides=None) -> float:
+        """The largest smallest normal force (N) over the compressive distributions of the held
+        points' forces ``fn`` (k,) on the whole support.
+
+        The dependent points carry no rows: a force moved onto one of them is taken off the held
+        points by its affine coefficients (the same resultant and moment). The margin is positive
+        while the centre of pressure is strictly inside the support polygon and reaches zero where
+        it leaves it; without dependent points it is ``min(fn)``."""
+        if not self.dependent:
+            return float(fn.min(initial=np.inf))
+        return _support_margin(fn, self.affine(sides))
+
+    def affine(self, sides=None) -> np.ndarray:
+        """Affine coordinates (d, k) of the dependent points in the held points (rows sum to 1).
+
+        Constant while every support point is a material point of one body; recomputed from the
+        positions otherwise (points of both bodies move relative to each other when sliding)."""
+        key = (self.version, self.mech._version)
+        if self._affine is not None and (self._affine[0] == key or self._affine[0][0] == self.version and self._rigid):
+            return self._affine[1]
+        sides = sides or self.sides()
+        Xb, Xd = self.positions(self.points, sides), self.positions(self.dependent, sides)
+        A = np.vstack([Xb.T, np.ones(len(Xb))])
+        B = np.vstack([Xd.T, np.ones(len(Xd))])
+        C = np.linalg.lstsq(A, B, rcond=None)[0].T
+        self._affine = (key, C)
+        return C
+
+    @property
+    def _rigid(self) -> bool:
+        sup = self.support()
+        return len({p.owner for p in sup}) == 1 and not any(p.crossing for p in sup)
 
     def _rows(self):
         if self._cache_version == self.mech._version:
@@ -421,8 +470,7 @@ class ContactHinge(Constraint):
         """The support points' centroid as a point of A (m, A's joint frame)."""
         sides = self.sides()
         A = sides[0][0]
-        xs = [sides[p.owner][0].point(p.local_a) for p in self.points]
-        return A.R.T @ (np.mean(xs, axis=0) - A.t)
+        return A.R.T @ (self.positions(self.support(), sides).mean(axis=0) - A.t)
 
     def tangential_velocity(self, A: _Body | None = None, B: _Body | None = None, n=None) -> np.ndarray:
         """Velocity (m/s, world) of A relative to B at the support centroid, in B's tangent plane."""
@@ -674,6 +722,39 @@ def _dedupe(pts, tol=1e-9):
     return out
 
 
+def _spread_order(X: np.ndarray, idx: Sequence[int]) -> list[int]:
+    """Indices ``idx`` of points X (k, 3), widest first: the farthest from their centroid, the
+    farthest from it, the farthest from their line, then the rest (a well-conditioned basis)."""
+    idx = list(idx)
+    if len(idx) <= 1:
+        return idx
+    P = X[idx]
+    first = int(np.argmax(np.linalg.norm(P - P.mean(axis=0), axis=1)))
+    second = int(np.argmax(np.linalg.norm(P - P[first], axis=1)))
+    e = P[second] - P[first]
+    third = int(np.argmax(np.linalg.norm(np.cross(P - P[first], e), axis=1)))
+    order = list(dict.fromkeys([first, second, third] + list(range(len(idx)))))
+    return [idx[i] for i in order]
+
+
+def _affine_residual(Xb: np.ndarray, Xd: np.ndarray) -> np.ndarray:
+    """Distance (m) of each point of Xd (d, 3) from the affine hull of the points Xb (k, 3)."""
+    if not len(Xb):
+        return np.full(len(Xd), np.inf)
+    A = np.vstack([Xb.T, np.ones(len(Xb))])
+    B = np.vstack([Xd.T, np.ones(len(Xd))])
+    c = np.linalg.lstsq(A, B, rcond=None)[0]
+    return np.linalg.norm(A @ c - B, axis=0)
+
+
+def _region(X: np.ndarray, tol: float = 1e-7) -> str:
+    """``vertex``, ``edge`` or ``face``: the affine dimension of support points X (k, 3) (m)."""
+    if len(X) <= 1:
+        return "vertex"
+    sv = np.linalg.svd(X - X.mean(axis=0), compute_uv=False)
+    return {0: "vertex", 1: "edge"}.get(int(np.sum(sv > tol)), "face")
+
+
 # ----------------------------------------------------------- support-set LCP
 def _support_qp(A: np.ndarray, s0: np.ndarray, normal: np.ndarray, t: float) -> np.ndarray:
     """``min 1/2 lam^T (A_sym + eps I) lam + s0^T lam`` with ``lam >= 0`` on the normal rows (quadprog).
@@ -740,6 +821,45 @@ def _basic_forces(rows: np.ndarray, others: np.ndarray, lam: np.ndarray) -> np.n
     b = A @ lam
     x, res = nnls(A, b)
     return x if res <= 1e-9 * max(float(np.linalg.norm(b)), 1e-12) else None
+
+
+def _support_margin(fn: np.ndarray, C: np.ndarray) -> float:
+    """``max t`` over redistributions: dependent forces ``mu >= t`` and held forces ``fn - C^T mu >= t``.
+
+    Args:
+        fn: the held points' normal forces (k,) (N).
+        C: affine coordinates (d, k) of the d dependent points in the held ones.
+    The same generalized force for every ``mu``: a dependent point's row is ``C[i]`` of the held rows.
+    """
+    k, d = len(fn), len(C)
+    if d == 1:
+        # one free force s: the margin is the top of the concave min of k + 1 lines
+        # (s itself, and fn_j - C_j s); the top is where two of them meet
+        slope = np.concatenate([[1.0], -C[0]])
+        off = np.concatenate([[0.0], fn])
+        ds = slope[:, None] - slope[None, :]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            meet = (off[None, :] - off[:, None]) / ds
+        meet = meet[np.isfinite(meet)]
+        if not meet.size:
+            return float(fn.min(initial=np.inf))
+        return float(np.max(np.min(off[:, None] + slope[:, None] * meet[None, :], axis=0)))
+    # a small LP as a regularized QP in (mu, t), scaled to forces of order one
+    scale = max(float(np.abs(fn).max(initial=0.0)), 1e-12)
+    n = d + 1
+    G = 1e-8 * np.eye(n)
+    a = np.zeros(n)
+    a[-1] = 1.0
+    rows = np.zeros((n, d + k))
+    rows[:d, :d] = np.eye(d)
+    rows[:d, d:] = -C
+    rows[d, :] = -1.0
+    b = np.concatenate([np.zeros(d), -fn / scale])
+    try:
+        x = quadprog.solve_qp(G, a, rows, b, 0)[0]
+    except ValueError:
+        return float(fn.min(initial=np.inf))
+    return float(x[-1] * scale)
 
 
 # ----------------------------------------------------------- the event source
@@ -818,9 +938,10 @@ class ContactSource(EventSource):
         fn, ft = h.forces(lam)
         if h.controlled:  # the solve keeps its forces compressive and in the pyramid
             return np.asarray(self._geometry_guards(h), dtype=float)
-        # a support point whose force is zero in theory (one of three coplanar corners under a
-        # centred load) fires only on a tensile force beyond round-off, not on noise around zero
-        g = list(fn + 1e-9 * (np.abs(fn).sum() + 1e-12))
+        # the support holds while some compressive distribution over all its points gives these
+        # forces; a margin that is zero in theory (a point resting with no load) fires only on a
+        # tensile force beyond round-off, not on noise around zero
+        g = [h.support_margin(fn) + 1e-9 * (np.abs(fn).sum() + 1e-12)]
         if h.mode == "stick":
             g.append(h.mu_s * fn.sum() - np.linalg.norm(ft))
         elif h.mode == "slide":
@@ -840,7 +961,7 @@ class ContactSource(EventSource):
                 # a vertex matters only over the face: max(gap, -margin) <= 0 means below and inside
                 gap = gap - np.array([s.offset for s in spare])
                 g.extend(np.maximum(gap, -_margin(face, Q, x)) + self.slack)
-            pts = [p for p in h.points if p.owner == owner]
+            pts = [p for p in h.support() if p.owner == owner]
             if face is not None and pts:
                 # a crossing point follows its edges (re-placed after each step); its guard only
                 # catches a crossing that ends (the edges no longer cross near it)
@@ -859,7 +980,8 @@ class ContactSource(EventSource):
         it lags its true place by at most one step's motion."""
         placed = moved = False
         for k, h in self.hinges.items():
-            old = [i for i, p in enumerate(h.points) if p.crossing]
+            support = h.support()
+            old = [i for i, p in enumerate(support) if p.crossing]
             if not old:
                 continue
             if not placed:
@@ -874,12 +996,13 @@ class ContactSource(EventSource):
             where = np.array([sides[p.owner][0].point(p.local_a) for p in new])
             changed = False
             for i in old:
-                p = h.points[i]
+                p = support[i]
                 x = sides[p.owner][0].point(p.local_a)
                 j = int(np.argmin(np.linalg.norm(where - x, axis=1)))
                 if 1e-9 < np.linalg.norm(where[j] - x) <= self.crossing_slack:
-                    h.points[i] = new[j]
+                    support[i] = new[j]
                     changed = True
+            h.points, h.dependent = support[:len(h.points)], support[len(h.points):]
             if changed:
                 h.version += 1
                 h._cache_version = -1
@@ -897,12 +1020,14 @@ class ContactSource(EventSource):
         mech.set_state(sim.q, sim.v, check=False)
         self.world._place(sim.q, True)
         d = self.world.distances(sim.q)
-        self._grace = {k: min(float(d[k]), 0.0) for k in self._grace if d[k] <= self.touch_distance}
+        self._grace = {k: d0 for k, d0 in self._grace.items() if d[k] <= self.touch_distance}
         touching = sorted(set(np.flatnonzero(d <= self.touch_distance)) | set(self.hinges))
         geo = {k: self.geometry.contact(int(k)) for k in touching}
         geo = {k: g for k, g in geo.items() if g is not None}
         self._impact(sim, geo)
         self._establish(sim, geo)
+        # the guards count from the distances here (q is unchanged): broken pairs and hinged ones
+        self._grace = {k: min(float(d[k]), 0.0) for k in self._grace}
         for k, h in self.hinges.items():
             h.depth0 = min(float(d[k]), 0.0)
 
@@ -956,7 +1081,7 @@ class ContactSource(EventSource):
         for (k, i), ui in zip(owners, u):
             if ui <= self.rest_velocity:
                 resting.setdefault(k, []).append(i)
-        old = {k: (h.region, len(h.points), h.mode) for k, h in self.hinges.items()}
+        old = {k: (h.region, len(h.support()), h.mode) for k, h in self.hinges.items()}
         # candidate hinges: every resting point, normal rows lifted
         for k in list(self.hinges):
             if k not in resting:
@@ -994,7 +1119,7 @@ class ContactSource(EventSource):
         h.joints, h.geoms, h.normal_b, h.normal_a = g.joints, g.geoms, g.normal_b, g.normal_a
         h._tangents_b = _tangents(g.normal_b)
         h.candidates = [g.points[i] for i in idx]
-        h.points = list(h.candidates)
+        h.points, h.dependent = list(h.candidates), []
         h.region = g.region if len(idx) == len(g.points) else {1: "vertex", 2: "edge"}.get(len(idx), "face")
         if g.region == "point":
             h.region = "point"
@@ -1008,8 +1133,9 @@ class ContactSource(EventSource):
     def _remove(self, sim, k: int, why: str) -> None:
         h = self.hinges.pop(k)
         sim.mech.constraints.pop(h.name, None)
-        self._grace[k] = min(float(self.world.distances(sim.q)[k]), 0.0)
-        sim.log("contact_broken", f"{h.label}: contact broken ({why})", pair=list(h.names))
+        self._grace[k] = 0.0  # its distance is set at the end of update()
+        if hasattr(h, "_logged_mode"):  # a candidate dropped in the update that proposed it was never made
+            sim.log("contact_broken", f"{h.label}: contact broken ({why})", pair=list(h.names))
 
     # ------------------------------------------------------ support set (QP)
     def _support(self, sim) -> None:
@@ -1029,36 +1155,39 @@ class ContactSource(EventSource):
         torques_free = self._torques_free(sim)
         for h in hinges:
             h.stick_keep[:] = True
-            h.points, h.spare = list(h.candidates), list(h.spare_geometry)
+            h.points, h.dependent, h.spare = list(h.candidates), [], list(h.spare_geometry)
             h.controlled = torques_free and self._actuated(mech, h)
             h.version += 1
             h._cache_version = -1
         # a controlled contact keeps every candidate: the solve distributes compressive forces
         hinges = [h for h in hinges if not h.controlled]
         lam, held = self._lcp(sim, hinges) if hinges else (np.zeros(0), np.zeros(0, dtype=bool))
-        tol = 1e-9 * max(float(lam.max(initial=0.0)), 1e-12)
-        keep = self._independent(mech, hinges, lam, lam > tol, held)
-        off = 0
-        for h in hinges:
-            k = len(h.points)
-            if h.region != "point":
-                # the contact region is what carries load: face, edge or vertex
-                h.region = {0: "none", 1: "vertex", 2: "edge"}.get(int(np.sum(lam[off:off + k] > tol)), "face")
-            self._keep_points(h, keep[off:off + k])
-            off += k
+        self._choose_bases(mech, hinges, held)
         for _ in range(len(lam)):
-            # a basic (independent) support may need a tensile force where the full one did not
+            # the support found holds with compressive forces (the LCP's); a basis made
+            # inconsistent by round-off or by a dependency on other hinges gives up its weakest point
             sol = sim.solve_now()
-            worst = min(((h.forces(sol.lam[h.name])[0].min(initial=np.inf), h) for h in self.hinges.values()),
-                        key=lambda z: z[0], default=(np.inf, None))
-            if worst[0] >= -tol:
+            worst = min(((h.support_margin(h.forces(sol.lam[h.name])[0]), h) for h in self.hinges.values()
+                         if not h.controlled), key=lambda z: z[0], default=(np.inf, None))
+            h = worst[1]
+            if h is None or worst[0] >= -1e-9 * max(float(np.abs(sol.lam[h.name]).max(initial=0.0)), 1e-12):
                 break
-            fn = worst[1].forces(sol.lam[worst[1].name])[0]
-            self._keep_points(worst[1], fn > fn.min())
+            weakest = h.points[int(np.argmin(h.forces(sol.lam[h.name])[0]))]
+            h.spare.append(weakest)
+            free = [x for x in self.hinges.values() if not x.controlled]
+            for x in free:
+                x.points, x.dependent = [p for p in x.support() if p is not weakest], []
+                x.stick_keep[:] = True
+                x._cache_version = -1
+            if not h.points:
+                self._remove(sim, h.pair, "no compressive support")
+                free.remove(h)
+            self._choose_bases(mech, free, np.ones(sum(len(x.points) for x in free), dtype=bool))
+        sol = sim.solve_now() if any(h.controlled for h in self.hinges.values()) else None
         for h in self.hinges.values():
             self._arm_spares(h)
             if h.controlled and h.region != "point":
-                fn = h.forces(sim.mech.solution.lam[h.name])[0]
+                fn = h.forces(sol.lam[h.name])[0]
                 h.region = {0: "none", 1: "vertex", 2: "edge"}.get(int(np.sum(fn > 1e-9 * max(fn.max(initial=0), 1e-12))), "face")
         self.support_solves.append(time.perf_counter() - t0)
 
@@ -1068,9 +1197,10 @@ class ContactSource(EventSource):
         mech = sim.mech
         if mech.ntau == 0:
             return False
-        if mech.problem is None:
-            sim.solve_now()
-        p = mech.problem
+        # the statements say it, assembled at this state (a solve could fail: every candidate
+        # point is held at this moment, and nearly dependent ones need not be consistent)
+        mech.set_state(sim.q, sim.v, check=False)
+        p = build_problem(mech, sim.equations, sim.t)
         fixed = set(np.concatenate([cols for _, cols, _ in p.fixed]).tolist()) if p.fixed else set()
         return not set(range(p.layout.tau.start, p.layout.tau.stop)) <= fixed
 
@@ -1098,30 +1228,20 @@ class ContactSource(EventSource):
             spares.append(SupportPoint(s.local_a, s.local_o, s.radius, s.owner, min(gap, 0.0)))
         h.spare = spares
 
-    def _keep_points(self, h: ContactHinge, keep: np.ndarray) -> None:
-        if keep.all():
-            return
-        if not keep.any():
-            self._remove(h._sim, h.pair, "no compressive support")
-            return
-        h.spare += [p for p, kp in zip(h.points, keep) if not kp]
-        h.points = [p for p, kp in zip(h.points, keep) if kp]
-        h.version += 1
-        h._cache_version = -1  # a sticking pair keeps the anchor where the stick began
+    def _choose_bases(self, mech, hinges, held: np.ndarray) -> None:
+        """Each hinge's support (its ``held`` candidates) as held points and dependent points.
 
-    @staticmethod
-    def _independent(mech, hinges, lam: np.ndarray, positive: np.ndarray, held: np.ndarray) -> np.ndarray:
-        """Points to hold: a basic set of compressive points, independent of the constraints, the
-        sticking rows and each other. Also sets each hinge's ``stick_keep``.
-
-        Dependent rows would leave the forces indeterminate and make nearly dependent ones (a
-        foot and its toe both flat) inconsistent. Which independent subset matters: the coplanar
-        corners of a foot give three independent rows, and only a triangle that contains the
-        centre of pressure holds it with compressive forces. :func:`_basic_forces` finds one (the
-        same generalized force as ``lam`` on at most rank-many points); then points are taken
-        largest force first, and the set is completed to full rank with points ``held`` at zero
-        force (a centre of pressure on the edge of the triangle found: left out, the body would
-        be free to turn about that edge)."""
+        Every support point rests, so all must stay on the surface; but the rows of coplanar
+        points are dependent (three corners of a face hold the fourth), and dependent rows would
+        leave the forces indeterminate and make nearly dependent ones (a foot and its toe both
+        flat) inconsistent. So an independent subset is held, chosen for its spread (a wide
+        triangle, not the one that happens to carry the load now), and the rest are dependent
+        points: their forces can be taken over from the held ones (:meth:`ContactHinge.support_margin`),
+        so the contact changes only when no compressive distribution over the whole support is
+        left (the centre of pressure leaves the support polygon), not whenever the load leaves the
+        held triangle. A support point dependent through other constraints only (not in its own
+        hinge's plane) is watched as a spare vertex instead. Also sets each hinge's ``stick_keep``.
+        """
         chosen: list[np.ndarray] = []
 
         def add(row) -> bool:
@@ -1145,17 +1265,27 @@ class ContactSource(EventSource):
             for i in range(h._stick_rows()):
                 h.stick_keep[i] = add(J[k + i])
             h._cache_version = -1
-        keep = np.zeros(len(lam), dtype=bool)
-        rows = np.vstack([J[: len(h.points)] for h, J in zip(hinges, full)]) if hinges else np.zeros((0, mech.nv))
-        basic = _basic_forces(rows, np.array(chosen), np.where(positive, lam, 0.0))
-        if basic is not None:
-            lam, positive = basic, basic > 1e-9 * max(float(basic.max(initial=0.0)), 1e-12)
-        for i in np.argsort(-lam, kind="stable"):
-            if positive[i]:
-                keep[i] = add(rows[i])
-        for i in np.flatnonzero(held & ~keep):
-            keep[i] = add(rows[i])
-        return keep
+        off = 0
+        for h, J in zip(hinges, full):
+            k = len(h.points)
+            support = [i for i in range(k) if held[off + i]]
+            off += k
+            sides = h.sides()
+            X = h.positions(h.points, sides)
+            basis = [i for i in _spread_order(X, support) if add(J[i])]
+            rest = [i for i in support if i not in basis]
+            plane = _affine_residual(X[basis], X[rest]) if rest else np.zeros(0)
+            dependent = [i for i, r in zip(rest, plane) if r <= 1e-9]
+            unsupported = [i for i in range(k) if i not in basis and i not in dependent]
+            h.spare += [h.points[i] for i in unsupported]
+            h.points, h.dependent = [h.points[i] for i in basis], [h.points[i] for i in dependent]
+            h.version += 1
+            h._cache_version = -1
+            h._affine = None
+            if not h.points:
+                self._remove(h._sim, h.pair, "no compressive support")
+            elif h.region != "point":
+                h.region = _region(h.positions(h.support(), sides))
 
     @staticmethod
     def _equivalent_compressive(mech, hinges, lam: np.ndarray) -> np.ndarray | None:
@@ -1257,7 +1387,7 @@ class ContactSource(EventSource):
 
     # ---------------------------------------------------------------- logging
     def _log_change(self, sim, h: ContactHinge, before) -> None:
-        pts = len(h.points)
+        pts = len(h.support())
         data = dict(pair=list(h.names), region=h.region, points=pts, mode=h.mode)
         if before is None:
             sim.log("contact_made", f"{h.label}: {h.region} contact, {pts} points, {h.mode}", **data)
@@ -1289,7 +1419,7 @@ class ContactSource(EventSource):
             else:
                 fr = np.zeros(3)
             out[h.label] = dict(normal=float(fn.sum()), friction=fr, mode=h.mode,
-                                region=h.region, points=len(h.points))
+                                region=h.region, points=len(h.support()))
         return out
 
     def force_probe(self, sim, geom_a: str, geom_b: str) -> "ContactForceProbe":

@@ -157,6 +157,35 @@ def test_tipping_support_is_found_by_the_qp_not_by_enumeration():
     assert max(np.abs(pitch)) > 0.01
 
 
+def test_rocked_box_keeps_its_face_contact_until_the_analytic_tipping_force():
+    """A push below the tipping force rocks the centre of pressure across the face and back; then
+    a push growing at k N/s drives it to the rear edge. The four corners hold the face whatever
+    the load's place: the support is re-established only when no compressive distribution over
+    the face is left, at F h = m g w/2 (analytic), not whenever the load leaves some triangle of
+    corners (each such change would be a support solve)."""
+    m, w, H, k, amp = 1.0, 0.2, 0.6, 10.0, 2.5
+    b = scenes.box_on_ground(size=(w, w, H), mass=m)
+
+    def push(t):  # N, at the centre (H/2 up), along (1, 0.3): across the face's diagonals
+        return amp * math.sin(2 * math.pi * t) if t < 1.0 else -k * (t - 1.0)
+
+    def fext(t, mech):
+        f = np.zeros(mech.nv)
+        f[:2] = push(t) * np.array([1.0, 0.3])
+        return f
+
+    sim = Simulator(b.mechanism, b.q0, b.v0, dt=1e-3, integrator="rk4", external_force=fext)
+    src = enable_contacts(sim, friction=(0.9, 0.8))
+    rec = sim.run(1.0)
+    assert _kinds(rec) == ["contact_made"] and rec.events[0].data["points"] == 4
+    assert len(src.support_solves) == 1  # rocked to 0.076 m from the centre and back: nothing changed
+    rec = sim.run(0.4)
+    t_tip = 1.0 + m * G * (w / 2) / (H / 2) / k  # the x push reaches m g (w/2) / (H/2); y's share stays inside
+    tipped = rec.events[1]
+    assert tipped.kind == "contact_changed" and tipped.data["region"] == "edge"
+    assert tipped.time == pytest.approx(t_tip, abs=1e-6)
+
+
 def test_friction_table_and_bad_input():
     ft = FrictionTable((0.5, 0.4), {("wood", "ground"): (0.9, 0.6)}, {"box": "wood"})
     assert ft("box", "ground") == (0.9, 0.6)
