@@ -28,7 +28,7 @@ from controlkit.dynamics import evaluate
 from controlkit.equations import EquationSet
 from controlkit.errors import ControlkitError
 from controlkit.expressions import TimeFunction, acc, orientation_error, pos, vel
-from controlkit.quantities import ControlTorques, FrameOrientation, FramePoint, JointAcceleration
+from controlkit.quantities import ConstraintForce, ControlTorques, FrameOrientation, FramePoint, JointAcceleration
 
 __all__ = ["FootContact", "StanceGains", "whole_body_stance"]
 
@@ -90,6 +90,16 @@ class FootContact(WeldConstraint):
             d[-1] = self.max_force
         return np.array(rows), d
 
+    def sole_wrench(self, mech):
+        """The ground's wrench on the foot at the sole centre, for the foot flat: an expression
+        (6,) (force N, moment N m, world axes) in the contact wrench; its moment's x and y are
+        zero when the centre of pressure is mid-sole."""
+        d = self.depth
+        # m_sole = m_origin - r x f with r = (0, 0, -depth) from the frame origin to the sole centre
+        P = np.eye(6)
+        P[3, 1], P[4, 0] = -d, d
+        return P @ ConstraintForce(mech, self.name)
+
 
 @dataclass
 class StanceGains:
@@ -107,6 +117,14 @@ class StanceGains:
     posture_kp: float = 100.0
     posture_kd: float = 20.0
     posture_weight: float = 0.1
+    # what the tasks leave free (how the load is shared between the feet, internal forces) is
+    # fixed by a small cost on each planted foot's wrench at its sole centre: small forces (an
+    # even share) and smaller moments still (the centre of pressure mid-sole rather than at the
+    # soles' edges, where the least squared torques would put it and a foot would be about to
+    # tip), so a roll moment is carried by moving load between the feet. Small next to the tasks
+    # (10 N m cost what 1e-3 m/s^2 of a task does: they do not bend the motion), yet they keep
+    # those directions well conditioned, which otherwise rest on round-off.
+    wrench_weights: tuple = (1e-4, 1e-4, 1e-4, 1e-3, 1e-3, 1e-3)  # per N, N, N, N m, N m, N m
 
 
 def whole_body_stance(model_mech, feet: Sequence[dict], torso: str, path: Path, *, torque_limit: float = 300.0,
@@ -136,6 +154,8 @@ def whole_body_stance(model_mech, feet: Sequence[dict], torso: str, path: Path, 
             c.bind(cm)
             cm.constraints[c.name] = c
         eqs = EquationSet(kp=0.0, kv=0.0, critical_forms=False)  # feet: no acceleration, no pull-back
+        for c in [c for c in cm.constraints.values() if isinstance(c, FootContact)]:
+            eqs.add_cost(f"{c.name} wrench", c.sole_wrench(cm), np.array(g.wrench_weights))
         p, o = FramePoint(cm, torso), FrameOrientation(cm, torso)
         R0 = o.position(cm)
 

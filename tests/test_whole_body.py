@@ -9,6 +9,7 @@ import robots
 from controlkit.constraints import WeldConstraint
 from controlkit.errors import ControlkitError
 from controlkit.quantities import FramePoint
+from controllers.walking_fd import TOE_UP
 from controllers.whole_body import FootContact, biped_feet, whole_body_stance
 from sim.compare import SwayPath
 from sim.contact import enable_contacts
@@ -17,18 +18,23 @@ from sim.simulator import Simulator
 G = 9.81
 
 
-def _stance(mass_error: float, T: float = 0.5):
+def _stance(mass_error: float, T: float = 1.0):
+    """The biped on its soles (toes held up, as the walking program holds them), its torso
+    swaying 2 mm and dipping 4 mm in T s: peak accelerations ~0.3 m/s^2."""
     built = robots.biped(with_ground=True)
     mech = built.mechanism
+    q0 = built.q0.copy()
+    for side in "lr":
+        q0[mech.joint_q_slice(f"toe_joint_{side}")] = TOE_UP
     ctrl = robots.biped(with_ground=True).mechanism  # the controller's own model
     j = ctrl.model.getJointId("root_joint")  # the torso (with the welded head)
     I = ctrl.model.inertias[j]
     ctrl.model.inertias[j] = pin.Inertia(I.mass * (1 + mass_error), I.lever.copy(), I.inertia * (1 + mass_error))
-    path = SwayPath(FramePoint(mech, "torso").position(mech).copy(), 0.0, T, sway=0.002, squat=0.004)  # peak accelerations ~0.3 m/s^2
-    sim = Simulator(mech, built.q0, np.zeros(mech.nv), dt=1e-3, integrator="rk4")
+    path = SwayPath(FramePoint(mech, "torso").position(mech).copy(), 0.0, T, sway=0.002, squat=0.004)
+    sim = Simulator(mech, q0, np.zeros(mech.nv), dt=1e-3, integrator="rk4")
     program = whole_body_stance(ctrl, biped_feet(built, 0.8), "torso", path)
     sim.add_program(program, period=1e-3)
-    src = enable_contacts(sim, friction=0.8, pairs=[(f"{b}_{s}", "ground") for b in ("foot", "toe") for s in "lr"])
+    src = enable_contacts(sim, friction=0.8, pairs=[(f"foot_{s}", "ground") for s in "lr"])
     feet0 = [mech.data.oMf[mech.frame_id(f"foot_{s}")].translation.copy() for s in "lr"]
     normals = []
     sim.control_phase.append(lambda s: normals.append(sum(f["normal"] for f in src.pair_forces(s).values())))
@@ -47,11 +53,9 @@ def stances():
 def test_biped_balances_by_forward_dynamics_on_real_contact(stances, mass_error):
     """Exact model, and one whose torso (with the head) is 10% heavier than the simulated one."""
     rec, err, slip, normals = stances[mass_error]
-    kinds = [e.kind for e in rec.events if e.kind != "control"]
-    assert kinds[:4] == ["contact_made"] * 4
-    # no impact, slip or lift-off; the redundant feet may shift which points carry the load
-    assert set(kinds[4:]) <= {"contact_changed"}
-    assert all(e.data["mode"] == "stick" and e.data["points"] >= 1 for e in rec.events if e.kind == "contact_changed")
+    # each sole rests on its four corners and sticks; nothing changes while the load moves over
+    # them (no impact, slip, tipping or lift-off, and no change of which corners are held)
+    assert [(e.kind, e.data["points"], e.data["mode"]) for e in rec.events] == [("contact_made", 4, "stick")] * 2
     assert slip < 1e-6  # m: the feet stay where they stand
     if mass_error == 0:
         assert normals[0] == pytest.approx(75.0 * G, rel=1e-6)  # the weight, at rest
