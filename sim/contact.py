@@ -123,30 +123,42 @@ def _check_mu(m, what: str) -> tuple[float, float]:
 
 
 # ------------------------------------------------------------ point kinematics
+def _skew(v: np.ndarray) -> np.ndarray:
+    """S (3, 3) with ``r @ S = r x v`` for rows r."""
+    return np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
+
+
 class _Body:
     """World placement, velocity, drift acceleration and Jacobian of a joint's body at a state.
 
-    Point methods take world points ``x`` (k, 3) (m) and return one row per point.
+    Point methods take world points ``x`` (k, 3) (m) and return one row per point. ``world``
+    is True for the fixed world (joint 0), whose terms all vanish.
     """
 
-    __slots__ = ("R", "t", "w", "vo", "alpha", "ao", "J")
+    __slots__ = ("R", "t", "w", "vo", "alpha", "ao", "J", "JA", "world")
 
     def __init__(self, mech, joint: int):
         nv = mech.nv
-        if joint == 0:
+        self.world = joint == 0
+        if self.world:
             self.R, self.t = np.eye(3), np.zeros(3)
             self.w = self.vo = self.alpha = self.ao = np.zeros(3)
             self.J = np.zeros((6, nv))
+            self.JA = np.zeros((6, nv + 1))
             return
         d = mech.data
         M, vj, aj = d.oMi[joint], d.v[joint], d.a[joint]
-        R = M.rotation
+        R = M.rotation.copy()
         self.R, self.t = R, M.translation.copy()
         self.w, self.vo = R @ vj.angular, R @ vj.linear
         # data.a holds the spatial drift (kinematics() runs with a = 0); classical = + w x v
         self.alpha = R @ aj.angular
         self.ao = R @ (aj.linear + cross(vj.angular, vj.linear))
         self.J = pin.getJointJacobian(mech.model, d, joint, LWA)
+        # [J | drift]: one product gives a point's Jacobian rows and the drift's rigid part
+        self.JA = np.empty((6, nv + 1))
+        self.JA[:, :nv] = self.J
+        self.JA[:3, nv], self.JA[3:, nv] = self.ao, self.alpha
 
     def point(self, local: np.ndarray) -> np.ndarray:
         """World position (m) of local points (k, 3) or (3,)."""
@@ -164,36 +176,78 @@ class _Body:
         # d . (v + w x r) = d . v + w . (r x d)
         return d @ self.J[:3] + _crossk(x - self.t, d) @ self.J[3:]
 
+    # the hot path of the contact rows: [J rows | drift] in one product
+    def along(self, r: np.ndarray, k: np.ndarray) -> np.ndarray:
+        """``[k . J(x_i) | k . a(x_i)]`` (m, nv + 1) for points at ``r`` (m, 3) from the body's
+        origin along one direction k: Jacobian rows and drift accelerations (m/s^2)."""
+        out = (k @ self.JA[:3])[None, :] + (r @ _skew(k)) @ self.JA[3:]
+        w = self.w
+        out[:, -1] += (r @ w) * (w @ k) - (r @ k) * (w @ w)  # k . (w x (w x r))
+        return out
+
+    def at_point(self, r: np.ndarray, D: np.ndarray) -> np.ndarray:
+        """``[d_i . J(x) | d_i . a(x)]`` (m, nv + 1) for one point at ``r`` (3,) along the
+        directions D (m, 3)."""
+        out = D @ (self.JA[:3] - _skew(r) @ self.JA[3:])
+        w = self.w
+        out[:, -1] += (r @ w) * (D @ w) - (D @ r) * (w @ w)
+        return out
+
+    def velocity_along(self, r: np.ndarray, c: np.ndarray) -> np.ndarray:
+        """``c . (v_o + w x r)`` for points at ``r`` (m, 3) or (3,) (m/s)."""
+        return self.vo @ c + r @ cross(c, self.w)
+
+
+def _bodies(mech, joints: tuple[int, int]) -> tuple[_Body, _Body]:
+    """The two joints' bodies at the mechanism's state, shared by every hinge until it changes."""
+    cache = mech.__dict__.get("_contact_bodies")
+    if cache is None or cache[0] != mech._version:
+        mech.kinematics()
+        cache = mech._contact_bodies = (mech._version, {})
+    table = cache[1]
+    out = []
+    for j in joints:
+        b = table.get(j)
+        if b is None:
+            b = table[j] = _Body(mech, j)
+        out.append(b)
+    return out[0], out[1]
+
 
 def _sides(mech, joints: tuple[int, int], normal_b: np.ndarray, normal_a: np.ndarray | None):
     """Both sides of a contact at the mechanism's state, indexed by a point's owner: ``(A, B, n)``
     for points of A on B's surface, ``(B, A, m)`` for points of B on A's face; n and m are the
     surfaces' outward normals (world)."""
-    mech.kinematics()
-    A, B = _Body(mech, joints[0]), _Body(mech, joints[1])
+    A, B = _bodies(mech, joints)
     n = B.R @ normal_b
     m = A.R @ normal_a if normal_a is not None else -n
     return (A, B, n), (B, A, m)
 
 
-def _gap_rows(P: _Body, Q: _Body, k: np.ndarray, pts, u: np.ndarray | None, mu_k: float):
+def _gap_rows(P: _Body, Q: _Body, k: np.ndarray, la: np.ndarray, lo: np.ndarray, rad: np.ndarray,
+              u: np.ndarray | None, mu_k: float):
     """Rows of material points of P resting on Q's surface (outward normal k, fixed in Q).
 
+    Args:
+        la: the points in P's joint frame (m, 3); lo: the surface points under them in Q's (m, 3);
+        rad: sphere radii (m,) (0 for polyhedra); u: P's sliding direction relative to Q or None.
     Returns gaps phi (m), rows J (``J v`` = separating speed, m/s), drifts ``Jdot v`` (m/s^2)
     and force rows G (a normal force lam > 0 pushes P away from Q; when sliding with P's
     direction u relative to Q it carries the kinetic friction ``-mu_k lam u``)."""
-    x = P.point(np.array([p.local_a for p in pts]))
-    o = Q.point(np.array([p.local_o for p in pts]))
-    r = np.array([p.radius for p in pts])
-    kk = np.broadcast_to(k, x.shape)
-    J = P.directional_jacobian(x, kk) - Q.directional_jacobian(x, kk)
-    dv = P.velocity(x) - Q.velocity(x)
-    phi = (x - o) @ k - r
-    drift = 2.0 * dv @ cross(Q.w, k) + (P.drift(x) - Q.drift(x)) @ k
+    rp = la @ P.R.T
+    x = rp + P.t
+    phi = (x - (lo @ Q.R.T + Q.t)) @ k - rad
+    JD = P.along(rp, k)
+    if not Q.world:
+        rq = x - Q.t
+        JD -= Q.along(rq, k)
+        c = cross(Q.w, k)  # the normal turns with Q: 2 (v_P - v_Q) . (w_Q x k)
+        JD[:, -1] += 2.0 * (P.velocity_along(rp, c) - Q.velocity_along(rq, c))
+    J, drift = JD[:, :-1], JD[:, -1]
     G = J
     if u is not None:
         uu = np.broadcast_to(u, x.shape)
-        xc = x - r[:, None] * k
+        xc = x - rad[:, None] * k
         G = J - mu_k * (P.directional_jacobian(xc, uu) - Q.directional_jacobian(xc, uu))
     return phi, J, drift, G
 
@@ -289,6 +343,8 @@ class ContactHinge(Constraint):
         self._tangents_b = _tangents(self.normal_b)
         self._cache_version = -1
         self._affine = None
+        self._group_key = None
+        self._group_cache = []
         self.depth0 = 0.0  # the pair's signed distance (m, <= 0) when its support was last set
 
     # the constraint protocol ------------------------------------------------
@@ -385,37 +441,55 @@ class ContactHinge(Constraint):
         """See :func:`_sides`."""
         return _sides(self.mech, self.joints, self.normal_b, self.normal_a)
 
+    def _groups(self):
+        """The held points by owner, as arrays: ``[(owner, index, local_a, local_o, radius)]``
+        (cached while the points are the same objects)."""
+        key = (self.version, tuple(map(id, self.points)))
+        if self._group_key != key:
+            own = np.array([p.owner for p in self.points], dtype=int)
+            self._group_cache = [
+                (owner, idx, np.array([self.points[i].local_a for i in idx], dtype=float),
+                 np.array([self.points[i].local_o for i in idx], dtype=float),
+                 np.array([self.points[i].radius for i in idx], dtype=float))
+                for owner in (0, 1) if (idx := np.flatnonzero(own == owner)).size]
+            self._group_key = key
+        return self._group_cache
+
     def _normal_rows(self, sides):
         u = self._sliding_direction(*sides[0]) if self.mode == "slide" else None
-        own = np.array([p.owner for p in self.points])
-        out = [np.zeros(len(own)), np.zeros((len(own), self.mech.nv)), np.zeros(len(own)),
-               np.zeros((len(own), self.mech.nv))]
-        for owner in (0, 1):
-            idx = np.flatnonzero(own == owner)
-            if not idx.size:
-                continue
-            pts = [self.points[i] for i in idx]
+        groups = self._groups()
+        if len(groups) == 1 and groups[0][0] == 0:  # the common case: every point is A's
+            _, _, la, lo, rad = groups[0]
+            return _gap_rows(*sides[0], la, lo, rad, u, self.mu_k)
+        m, nv = len(self.points), self.mech.nv
+        out = [np.zeros(m), np.zeros((m, nv)), np.zeros(m), np.zeros((m, nv))]
+        for owner, idx, la, lo, rad in groups:
             uo = None if u is None else (u if owner == 0 else -u)  # the owner's direction relative to the other
-            rows = _gap_rows(*sides[owner], pts, uo, self.mu_k)
+            rows = _gap_rows(*sides[owner], la, lo, rad, uo, self.mu_k)
             for k in range(4):
                 out[k][idx] = rows[k]
         return tuple(out)
 
     def _stick_block(self, A: _Body, B: _Body, n: np.ndarray, k: int):
-        x = A.point(self._anchor_a)[None, :]
+        ra = A.R @ self._anchor_a
         t = self._tangents_b @ B.R.T  # (2, 3)
-        xx = np.repeat(x, 2, axis=0)
-        J = A.directional_jacobian(xx, t) - B.directional_jacobian(xx, t)
-        dv = (A.velocity(x) - B.velocity(x))[0]
-        dd = (A.drift(x) - B.drift(x))[0]
         # velocity-level rows (no position term): rows of two sticking bodies that are redundant
         # (a foot and its toe) stay consistent, where anchors' position errors would not be
-        phi = np.zeros(k)
-        drift = 2.0 * _crossk(B.w, t) @ dv + t @ dd
+        JD = np.empty((k, self.mech.nv + 1))
+        JD[:2] = A.at_point(ra, t)
         if k == 3:
-            J = np.vstack([J, n @ (A.J[3:] - B.J[3:])])
-            drift = np.append(drift, cross(B.w, n) @ (A.w - B.w) + n @ (A.alpha - B.alpha))
-        return phi, J, drift, J
+            JD[2] = A.JA[3:].T @ n  # torsion: n . (w_A - w_B), its drift n . alpha
+        if not B.world:
+            rb = ra + A.t - B.t
+            JD[:2] -= B.at_point(rb, t)
+            for i in range(2):
+                c = cross(B.w, t[i])  # the tangents turn with B
+                JD[i, -1] += 2.0 * (A.velocity_along(ra, c) - B.velocity_along(rb, c))
+            if k == 3:
+                JD[2] -= B.JA[3:].T @ n
+                JD[2, -1] += cross(B.w, n) @ (A.w - B.w)
+        J = JD[:, :-1]
+        return np.zeros(k), J, JD[:, -1], J
 
     def _part(self, i: int) -> np.ndarray:
         if self.detached:
@@ -445,6 +519,17 @@ class ContactHinge(Constraint):
     def row_mask(self) -> np.ndarray:
         """Which of the full rows (normals, then t1, t2, torsion) are held."""
         return np.concatenate([np.ones(len(self.points), dtype=bool), self._stick_mask()])
+
+    def terms(self):
+        """``(error, jacobian, drift)`` in one call (the rows are built once per state)."""
+        if self.detached:
+            nv = self.mech.nv
+            return np.zeros(0), np.zeros((0, nv)), np.zeros(0)
+        phi, J, drift, _ = self._rows()
+        if self.mode == "stick" and not self.stick_keep[: self._stick_rows()].all():
+            keep = self.row_mask()
+            return phi[keep], J[keep], drift[keep]
+        return phi, J, drift
 
     def error(self):
         return self._part(0)
@@ -1040,7 +1125,8 @@ class ContactSource(EventSource):
         for k, g in geo.items():
             sides = _sides(mech, g.joints, g.normal_b, g.normal_a)
             for i, p in enumerate(g.points):
-                rows.append(_gap_rows(*sides[p.owner], [p], None, 0.0)[1])
+                one = (p.local_a[None, :], p.local_o[None, :], np.array([p.radius]))
+                rows.append(_gap_rows(*sides[p.owner], *one, None, 0.0)[1])
                 owners.append((k, i))
         J = np.vstack(rows) if rows else np.zeros((0, mech.nv))
         return J, J @ sim.v, owners
