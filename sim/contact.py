@@ -1142,13 +1142,20 @@ class ContactSource(EventSource):
         # bilateral constraints (loop closures, welds) take part in the impact as stiff plastic rows
         cons = [c for c in mech.constraints.values() if not isinstance(c, ContactHinge)]
         e = np.array([self.restitution(*geo[k].geoms) for k, _ in owners])
-        rows, ee = J, e
-        if cons:
-            Jc = np.vstack([c.jacobian() for c in cons])
-            Jc = np.vstack([Jc, -Jc])
-            rows, ee = np.vstack([J, Jc]), np.concatenate([e, np.zeros(len(Jc))])
+        fixed = [c.jacobian() for c in cons]
+        # so do sticking contacts' tangential rows (impulsive stick: a foot standing on the ground
+        # does not slide when the other one strikes), where the impulse stays inside the cone
+        sticking = [h for h in self.hinges.values() if h.mode == "stick" and h._stick_rows()]
         names = ", ".join(f"{geo[k].geoms[0]}/{geo[k].geoms[1]}" for k in geo)
-        res = resolve_impact(M, rows, sim.v, ee, self.law, where=f"t = {sim.t:.9g} s, impact of {names}")
+        where = f"t = {sim.t:.9g} s, impact of {names}"
+        while True:
+            stick = [h._rows()[1][len(h.points):][h._stick_mask()] for h in sticking]
+            held = np.vstack(fixed + stick) if fixed or stick else None
+            res = resolve_impact(M, J, sim.v, e, self.law, bilateral=held, where=where)
+            slipping = self._impulse_outside_cone(res.impulses, owners, len(J), sum(len(f) for f in fixed), sticking, stick)
+            if slipping is None:
+                break
+            sticking.remove(slipping)  # it slides through the impact: only its normal rows take part
         k0, k1 = res.kinetic_energy_before, res.kinetic_energy_after
         nimp = len(u)
         sim.log("impact", f"{self.law} impact: {names}; kinetic energy {k0:.6g} -> {k1:.6g} J", law=self.law,
@@ -1159,6 +1166,20 @@ class ContactSource(EventSource):
         self.impacts += 1
         sim.v = res.v
         mech.set_state(sim.q, sim.v, check=False)
+
+    @staticmethod
+    def _impulse_outside_cone(impulses, owners, npoints, nfixed, sticking, stick) -> "ContactHinge | None":
+        """The sticking hinge whose tangential impulse (N s) exceeds mu_s times its normal impulse, if any.
+
+        ``impulses``: per row of ``[points, fixed, stick]`` (the bilateral rows' with either sign)."""
+        off = npoints + nfixed
+        for h, rows in zip(sticking, stick):
+            pt = impulses[off:off + min(len(rows), 2)]
+            off += len(rows)
+            pn = sum(impulses[i] for i, (k, _) in enumerate(owners) if k == h.pair)
+            if np.linalg.norm(pt) > h.mu_s * pn * (1 + 1e-9) + 1e-12:
+                return h
+        return None
 
     def _establish(self, sim, geo) -> None:
         mech = sim.mech

@@ -109,7 +109,8 @@ class ImpactResult:
 
     Attributes:
         v: post-impact velocity (nv,).
-        impulses: normal impulse per contact (k,), N s (>= 0).
+        impulses: normal impulse per contact (k,), N s (>= 0), then one per bilateral row (N s or
+            N m s, either sign) when bilateral rows took part.
         normal_velocity_before, normal_velocity_after: J v- and J v+ (k,), m/s.
         restitution: e per contact (k,).
         resets: number of two-body resets (propagative), else 0.
@@ -133,7 +134,7 @@ class ImpactResult:
 
 
 def resolve_impact(M: np.ndarray, J: np.ndarray, v: np.ndarray, restitution: np.ndarray | float,
-                   law: str = "propagative", *, velocity_tolerance: float = 1e-9,
+                   law: str = "propagative", *, bilateral: np.ndarray | None = None, velocity_tolerance: float = 1e-9,
                    max_resets: int = 1000, where: str = "") -> ImpactResult:
     """Post-impact velocity from M (nv, nv), contact normal rows J (k, nv) and v- (nv,).
 
@@ -145,6 +146,9 @@ def resolve_impact(M: np.ndarray, J: np.ndarray, v: np.ndarray, restitution: np.
         law: ``"propagative"``, ``"simultaneous"`` or ``"plastic"``.
         velocity_tolerance: a contact impacts when ``J_i v < -velocity_tolerance`` (m/s).
         max_resets: propagative law: the largest number of two-body resets before ImpactError.
+        bilateral: rows (b, nv) held through the impact, ``B v+ = 0`` (plastic): loop closures,
+            welds, sticking contacts' tangential rows. The simultaneous and plastic laws hold them
+            as equalities; the propagative law as two opposite plastic contacts each.
         where: context for error messages (time, pair names).
     """
     if law not in LAWS:
@@ -155,6 +159,17 @@ def resolve_impact(M: np.ndarray, J: np.ndarray, v: np.ndarray, restitution: np.
     e = np.broadcast_to(np.asarray(restitution, dtype=float), (k,)).copy()
     if law == "plastic":
         e[:] = 0.0
+    B = np.zeros((0, v.size)) if bilateral is None else np.atleast_2d(np.asarray(bilateral, dtype=float))
+    if len(B) and law == "propagative":
+        res = resolve_impact(M, np.vstack([J, B, -B]), v, np.concatenate([e, np.zeros(2 * len(B))]), law,
+                             velocity_tolerance=velocity_tolerance, max_resets=max_resets, where=where)
+        nb = len(B)
+        res.impulses = np.concatenate([res.impulses[:k], res.impulses[k:k + nb] - res.impulses[k + nb:]])
+        res.normal_velocity_before, res.normal_velocity_after = res.normal_velocity_before[:k], res.normal_velocity_after[:k]
+        res.restitution = e
+        return res
+    if len(B):
+        return _simultaneous_bilateral(M, J, B, v, e, law, where)
     chol = sla.cho_factor(M, check_finite=False)
     W = sla.cho_solve(chol, J.T, check_finite=False) if k else np.zeros((v.size, 0))  # M^-1 J^T
     A = J @ W  # Delassus matrix (k, k), 1/kg
@@ -203,6 +218,26 @@ def _simultaneous(M, J, v, u0, e, where):
         raise ImpactError(f"{where}: the simultaneous impact problem has no solution ({exc})") from exc
     lam = np.maximum(np.asarray(sol[4], dtype=float), 0.0)
     return lam
+
+
+def _simultaneous_bilateral(M, J, B, v, e, law, where) -> ImpactResult:
+    """The simultaneous (or plastic) law with bilateral rows B held as equalities ``B w = 0``."""
+    _, R, piv = sla.qr(B.T, pivoting=True, mode="economic")
+    dg = np.abs(np.diag(R))
+    keep = np.sort(piv[: int(np.sum(dg > 1e-10 * max(1.0, dg[0] if dg.size else 0.0)))])  # independent rows
+    u0 = J @ v
+    r = -e * np.minimum(u0, 0.0)
+    C = np.vstack([B[keep], J]).T.copy()
+    try:
+        sol = quadprog.solve_qp(M, M @ v, C, np.concatenate([np.zeros(len(keep)), r]), len(keep))
+    except ValueError as exc:
+        raise ImpactError(f"{where}: the simultaneous impact problem has no solution ({exc})") from exc
+    mult = np.asarray(sol[4], dtype=float)
+    impulses = np.zeros(len(J) + len(B))
+    impulses[:len(J)] = np.maximum(mult[len(keep):], 0.0)
+    impulses[len(J) + keep] = mult[:len(keep)]
+    v1 = np.asarray(sol[0], dtype=float)
+    return ImpactResult(v1, impulses, u0, J @ v1, e, 0, 0.5 * float(v @ M @ v), 0.5 * float(v1 @ M @ v1), law)
 
 
 # ------------------------------------------------------- the event source
