@@ -61,7 +61,7 @@ from scipy.linalg import solve_banded
 from controlkit.dynamics import evaluate
 from controlkit.equations import EquationSet
 from controlkit.expressions import TimeFunction, acc, orientation_error, pos, vel
-from controlkit.quantities import CenterOfMass, ConstraintForce, ControlTorque, ControlTorques, FrameOrientation, FramePoint, JointAcceleration
+from controlkit.quantities import CenterOfMass, ControlTorques, FrameOrientation, FramePoint, JointAcceleration
 from controllers.arm import smooth_ramp
 from controllers.primitives import Quintic
 from controllers.walking import Leg
@@ -90,6 +90,8 @@ LOAD_TIME = 0.05                           # s: a landed foot's load ceiling ram
 LIFT_LOAD = 30.0                           # N: what a trailing foot still carries when it lifts
 TOE_UP = math.radians(5.0)                 # toe joints are held this far up (note 6)
 ZMP_FROM_HEEL = 0.10                       # m: the ZMP rests this far ahead of the stance heel (mid-sole)
+SETTLE_TIME = 0.15                         # s: the longest a touched-down foot may take to rest flat
+FLAT_HEIGHT = 5e-4                         # m: a sole whose corners are all this close to the ground is flat
 
 
 @dataclass
@@ -111,7 +113,8 @@ class WalkingGains:
     posture_kp: float = 100.0
     posture_kd: float = 20.0
     posture_weight: float = 0.1
-    cop_weight: float = 0.01  # on a planted foot's moments (N m) about its centre
+    # a planted foot's wrench at its sole centre (per N, N, N, N m, N m, N m): see StanceGains
+    wrench_weights: tuple = (1e-3, 1e-3, 1e-3, 1e-2, 1e-2, 1e-2)
     foot_kv: float = 20.0  # 1/s: a planted foot's velocity is damped at this rate (it should be still)
 
 
@@ -287,18 +290,15 @@ class WholeBody:
         if ceiling is not None:
             self.ceilings[side] = ceiling
         # with two feet down the forces between them are free: share the load by moving the centres
-        # of pressure as little from mid-sole as the tasks allow (not by the least torques, which
-        # keep both feet loaded alike and push both centres of pressure to the edges)
-        moments = np.zeros((2, 6))
-        moments[0, 3] = moments[1, 4] = 1.0
-        self.eqs.add_cost(f"{side}-cop-centred", moments @ ConstraintForce(self.cm, c.name), self.g.cop_weight)
+        # of pressure as little from mid-sole as the tasks allow (see StanceGains.wrench_weights)
+        self.eqs.add_cost(f"{side}-wrench", c.sole_wrench(self.cm), np.array(self.g.wrench_weights))
 
     def unplant(self, side: str) -> None:
         """The foot may leave the ground: the model no longer holds it."""
         c = self.planted.pop(side)
         self.cm.constraints.pop(c.name)
         self.ceilings.pop(side, None)
-        self.remove(f"{side}-cop-centred")
+        self.remove(f"{side}-wrench")
 
     def set_ceiling(self, side: str, ceiling: Callable[[float], float] | None) -> None:
         """Bound a planted foot's normal force (N) by ``ceiling(t)`` (None: unbounded)."""
@@ -332,7 +332,7 @@ class WholeBody:
         sl = slice(jm.idx_v, jm.idx_v + jm.nv)
         self.eqs.add_cost(f"posture {joint}",
                           JointAcceleration(self.cm, joint) - TimeFunction(lambda t: self._ref["a"][sl], joint),
-                          self.g.posture_weight)
+                          self.g.posture_weight * (1e-2 if joint.startswith("toe") else 1.0))
 
     def remove(self, *names: str) -> None:
         for n in names:
@@ -413,9 +413,15 @@ def walk(ctl, body: WholeBody, plan: WalkPlan):
         taken += 1
         ctl.log("heel strike", foot=swing.foot, target=step.target.tolist(),
                 heel=ctl.value(ctl.point(swing.heel)).tolist())
+        # it settles flat, still level and pressed down by its path, before it is planted: the
+        # servo's model holds a planted foot flat, and one still on an edge would be pushed about
+        touched = ctl.t
+        yield ctl.until(lambda: foot_is_flat(ctl, swing) or ctl.t > touched + SETTLE_TIME,
+                        label=f"{swing.foot} flat")
         body.remove(swing.heel_traj, swing.foot_orientation)
         t0 = ctl.t
         body.plant(ctl, step.side, ceiling=lambda t, t0=t0: LIFT_LOAD + 75.0 * G * smooth_ramp((t - t0) / LOAD_TIME)[0])
+        ctl.log("planted", foot=swing.foot)
         yield ctl.after(LOAD_TIME)
         body.set_ceiling(step.side, None)
     yield ctl.until(lambda: ctl.t >= plan.end - 0.5, label="standing")
@@ -451,14 +457,24 @@ def distance_to_target(ctl, leg: Leg, target: np.ndarray) -> float:
     return float(np.linalg.norm(ctl.value(ctl.point(leg.heel)) - target))
 
 
-def sole_height(ctl, leg: Leg) -> float:
-    """Height (m) of the foot's lowest sole corner."""
+def sole_height(ctl, leg: Leg, highest: bool = False) -> float:
+    """Height (m) of the foot's lowest (or highest) sole corner."""
     mech = ctl.mech
     geom = next(g for g in mech.collision_model.geometryObjects if g.name == leg.foot)
     hx, hy, hz = np.asarray(geom.geometry.halfSide)
     M = mech.kinematics().oMf[mech.frame_id(leg.foot)]
     corners = np.array([[sx * hx, sy * hy, -hz] for sx in (1, -1) for sy in (1, -1)])
-    return float((M.rotation @ corners.T)[2].min() + M.translation[2])
+    z = (M.rotation @ corners.T)[2]
+    return float((z.max() if highest else z.min()) + M.translation[2])
+
+
+def foot_is_flat(ctl, leg: Leg) -> bool:
+    """The sole rests on the ground: its contact is a face (the touch sensor), or all its corners
+    are within ``FLAT_HEIGHT`` of the ground."""
+    if any(leg.foot in getattr(c, "geoms", ()) and getattr(c, "region", "") == "face"
+           for c in ctl.mech.constraints.values()):
+        return True
+    return sole_height(ctl, leg, highest=True) <= FLAT_HEIGHT
 
 
 def foot_has_touched(ctl, leg: Leg) -> bool:

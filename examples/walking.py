@@ -14,11 +14,12 @@ import ctypes
 import os
 
 import numpy as np
-import pinocchio as pin
 
 import robots
 from controlkit.quantities import ControlTorque, FrameOrientation, FramePoint, JointAngle
 from controllers.walking import walk
+from controllers.walking_stats import RollPitchYaw, Stack
+from controllers.walking_stats import format_walking_statistics, walking_statistics  # noqa: F401 (bench/walking.py)
 from sim.runner import Scenario, run_scenario
 from sim.simulator import Simulator
 
@@ -39,11 +40,11 @@ def build(integrator: str = "rk4", dt: float = 0.01, steps: int | None = None) -
         "left heel": FramePoint(mech, "foot_l.heel"),
         "right heel": FramePoint(mech, "foot_r.heel"),
         "torso position": FramePoint(mech, "torso"),
-        "torso roll pitch yaw": _RollPitchYaw(FrameOrientation(mech, "torso")),
-        "knee angles": _Stack("knee angles", [JointAngle(mech, "knee_l"), JointAngle(mech, "knee_r")]),
-        "toe angles": _Stack("toe angles", [JointAngle(mech, "toe_joint_l"), JointAngle(mech, "toe_joint_r")]),
-        "knee torques": _Stack("knee torques", [ControlTorque(mech, "knee_l"), ControlTorque(mech, "knee_r")]),
-        "ankle pitch torques": _Stack("ankle pitch torques", [ControlTorque(mech, "ankle_l"),
+        "torso roll pitch yaw": RollPitchYaw(FrameOrientation(mech, "torso")),
+        "knee angles": Stack("knee angles", [JointAngle(mech, "knee_l"), JointAngle(mech, "knee_r")]),
+        "toe angles": Stack("toe angles", [JointAngle(mech, "toe_joint_l"), JointAngle(mech, "toe_joint_r")]),
+        "knee torques": Stack("knee torques", [ControlTorque(mech, "knee_l"), ControlTorque(mech, "knee_r")]),
+        "ankle pitch torques": Stack("ankle pitch torques", [ControlTorque(mech, "ankle_l"),
                                                               ControlTorque(mech, "ankle_r")], component=1),
         "constraint error": _ConstraintError(),
     }
@@ -76,64 +77,6 @@ def build(integrator: str = "rk4", dt: float = 0.01, steps: int | None = None) -
                     summary=lambda rec: format_walking_statistics(walking_statistics(rec)))
 
 
-# ------------------------------------------------------------------ what the walk is judged by
-def walking_statistics(rec) -> dict:
-    """Acceptance figures of a walking recording.
-
-    Keys: ``steps`` (heel strikes), ``strike_errors`` (m, heel to target at each strike),
-    ``max_strike_error`` (m), ``path_heading_deg`` (largest angle from x of the line through
-    one foot's successive strikes), ``max_yaw_deg`` (largest torso yaw), ``heading_drift_deg``
-    (the larger of the two), ``torso_height_mean`` (m) and ``torso_height_spread`` (m, largest
-    distance from the mean after the first heel strike), ``max_constraint_error`` (m or rad,
-    position level) and ``max_constraint_rate_error`` (m/s or rad/s), ``fallbacks`` (events of
-    the solver fallback), ``simulated_time`` (s).
-    """
-    strikes = [e for e in rec.events if e.kind == "control" and e.description.endswith("heel strike")]
-    errors = [float(np.linalg.norm(np.subtract(e.data["heel"], e.data["target"]))) for e in strikes]
-    heading = 0.0
-    for foot in ("foot_l", "foot_r"):
-        xy = np.array([e.data["heel"][:2] for e in strikes if e.data["foot"] == foot])
-        if len(xy) >= 2:
-            d = xy[-1] - xy[0]
-            heading = max(heading, abs(float(np.degrees(np.arctan2(d[1], d[0])))))
-    t = rec.t
-    rpy = rec.quantity("torso roll pitch yaw")
-    z = rec.quantity("torso position")[:, 2]
-    after = t >= strikes[0].time if strikes else np.ones(len(t), dtype=bool)
-    zs = z[after]
-    cerr = rec.quantity("constraint error")
-    return {
-        "simulated_time": float(t[-1] - t[0]) if len(t) else 0.0,
-        "steps": len(strikes),
-        "strike_errors": errors,
-        "max_strike_error": max(errors, default=float("nan")),
-        "path_heading_deg": heading,
-        "max_yaw_deg": float(np.degrees(np.nanmax(np.abs(rpy[:, 2])))),
-        "heading_drift_deg": max(heading, float(np.degrees(np.nanmax(np.abs(rpy[:, 2]))))),
-        "torso_height_mean": float(zs.mean()),
-        "torso_height_spread": float(np.abs(zs - zs.mean()).max()),
-        "max_constraint_error": float(np.nanmax(cerr[:, 0])),
-        "max_constraint_rate_error": float(np.nanmax(cerr[:, 1])),
-        "fallbacks": len(rec.events_of("fallback")),
-    }
-
-
-def format_walking_statistics(s: dict) -> str:
-    """The figures of :func:`walking_statistics` as readable lines."""
-    rows = [
-        ("steps (heel strikes)", f"{s['steps']} in {s['simulated_time']:.3g} s"),
-        ("largest heel-strike error", f"{100 * s['max_strike_error']:.2f} cm from its target"),
-        ("heading drift", f"{s['heading_drift_deg']:.2f} deg (path {s['path_heading_deg']:.2f}, "
-                          f"torso yaw {s['max_yaw_deg']:.2f})"),
-        ("torso height", f"{s['torso_height_mean']:.3f} m, within {100 * s['torso_height_spread']:.2f} cm "
-                         "after the first step"),
-        ("largest constraint error", f"{s['max_constraint_error']:.2g} (position), "
-                                     f"{s['max_constraint_rate_error']:.2g} (velocity)"),
-    ]
-    width = max(len(k) for k, _ in rows)
-    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
-
-
 # ------------------------------------------------------------------ one BLAS thread
 def _single_threaded_blas() -> None:
     """Limit the OpenBLAS libraries already loaded (numpy's, scipy's) to one thread.
@@ -159,29 +102,6 @@ def _single_threaded_blas() -> None:
 
 
 # ------------------------------------------------------------------ recorded quantities
-class _Stack:
-    """Several one-dof quantities recorded as one (optionally one component of each)."""
-
-    def __init__(self, name, parts, component=None):
-        self.name, self.parts, self.component = name, parts, component
-
-    def position(self, mech):
-        vals = [np.atleast_1d(p.position(mech)) for p in self.parts]
-        return np.array([v[0 if self.component is None else self.component] for v in vals])
-
-
-class _RollPitchYaw:
-    """Roll, pitch and yaw (rad, about x, y, z of the world) of an orientation."""
-
-    name = "roll pitch yaw"
-
-    def __init__(self, orientation):
-        self.orientation = orientation
-
-    def position(self, mech):
-        return pin.rpy.matrixToRpy(self.orientation.position(mech))
-
-
 class _ConstraintError:
     """Largest position error (m or rad) and velocity error of the active constraints."""
 

@@ -1,0 +1,90 @@
+"""The thesis biped walks by forward dynamics on real contact: a 1 kHz whole-body QP, no welds.
+
+The walking program is :func:`controllers.walking_fd.walk` (the phases of Fig. 6.9) driving the
+whole-body servo :class:`controllers.walking_fd.WholeBody`, which computes the joint torques from
+its own model of the robot at 1 kHz; the simulator holds them between ticks and integrates the
+forward dynamics, the soles touching the ground through unilateral contacts with Coulomb
+friction (mu 0.8): heel strikes are impacts and contact events, lift-offs are contacts broken.
+
+Run: ``controlkit demo walking_fd --seconds 6 --html --plot`` (or this file directly).
+``build(mass_error=0.1)`` makes the controller's model of the torso 10% heavier than the robot.
+:func:`walking_statistics` computes what the acceptance asks for: steps, heel-strike errors,
+heading drift, torso height and orientation, how far each standing foot slid, and whether the
+heel strikes were impacts and contacts.
+"""
+import numpy as np
+import pinocchio as pin
+
+import robots
+from controlkit.quantities import ControlTorque, FrameOrientation, FramePoint, JointAngle
+from controllers.walking_fd import walker
+from controllers.walking_stats import RollPitchYaw, Stack, contact_walking_statistics, format_contact_walking_statistics
+from sim.contact import enable_contacts
+from sim.runner import Scenario, run_scenario
+from sim.simulator import Simulator
+
+STEPS = 17  # 1.2 s of weight shift, then one step per second: 20 s of walking and standing
+FEET = {"foot_l": "left sole", "foot_r": "right sole"}
+MU = 0.8
+
+
+def build(integrator: str = "rk4", dt: float = 1e-3, mass_error: float = 0.0, steps: int = STEPS) -> Scenario:
+    """The walking scenario.
+
+    Args:
+        integrator: integrator name; dt: integration step (s), at most the servo's 1 ms period.
+        mass_error: relative error of the controller's model of the torso's mass (and inertia).
+        steps: how many steps the walking program plans.
+    """
+    built = robots.biped(with_ground=True)
+    mech = built.mechanism
+    model = robots.biped(with_ground=True).mechanism  # the controller's own model of the robot
+    if mass_error:
+        j = model.model.getJointId("root_joint")
+        I = model.model.inertias[j]
+        model.model.inertias[j] = pin.Inertia(I.mass * (1 + mass_error), I.lever.copy(), I.inertia * (1 + mass_error))
+    record = {
+        "left heel": FramePoint(mech, "foot_l.heel"),
+        "right heel": FramePoint(mech, "foot_r.heel"),
+        "left sole": FramePoint(mech, "foot_l"),
+        "right sole": FramePoint(mech, "foot_r"),
+        "torso position": FramePoint(mech, "torso"),
+        "torso roll pitch yaw": RollPitchYaw(FrameOrientation(mech, "torso")),
+        "knee angles": Stack("knee angles", [JointAngle(mech, "knee_l"), JointAngle(mech, "knee_r")]),
+        "knee torques": Stack("knee torques", [ControlTorque(mech, "knee_l"), ControlTorque(mech, "knee_r")]),
+        "ankle pitch torques": Stack("ankle pitch torques", [ControlTorque(mech, "ankle_l"),
+                                                             ControlTorque(mech, "ankle_r")], component=1),
+    }
+    sim = Simulator(mech, built.q0, np.zeros(mech.nv), dt=dt, integrator=integrator, record=record)
+    walker(sim, built, model, steps)
+    src = enable_contacts(sim, friction=MU, pairs=[(foot, "ground") for foot in FEET])
+    for foot in FEET:
+        sim.record_quantities[f"{foot} contact force"] = src.force_probe(sim, foot, "ground")
+    units = {"left heel": "m", "right heel": "m", "left sole": "m", "right sole": "m", "torso position": "m",
+             "torso roll pitch yaw": "rad", "knee angles": "rad", "knee torques": "N m",
+             "ankle pitch torques": "N m", "foot_l contact force": "N", "foot_r contact force": "N"}
+    for name, unit in units.items():
+        sim.recording.set_unit(name, unit)
+    panels = [
+        ("left heel", 0, "left heel x"), ("right heel", 0, "right heel x"), ("torso position", 0, "torso x"),
+        ("left heel", 2, "left heel z"), ("right heel", 2, "right heel z"), ("torso position", 2, "torso z"),
+        ("torso roll pitch yaw", 0, "torso roll"), ("torso roll pitch yaw", 1, "torso pitch"),
+        ("torso position", 1, "torso y"),
+        ("foot_l contact force", 0, "left sole normal force"), ("foot_r contact force", 0, "right sole normal force"),
+        ("knee angles", 0, "left knee"),
+        ("knee torques", 0, "left knee torque"), ("knee torques", 1, "right knee torque"),
+        ("ankle pitch torques", 0, "left ankle pitch torque"),
+    ]
+    return Scenario("walking_fd", "the thesis biped walking by forward dynamics on real contact (1 kHz QP)",
+                    sim, 20.0, model={"factory": "robots:biped", "kwargs": {"with_ground": True}}, panels=panels,
+                    html={"traces": {"left heel": "left heel", "right heel": "right heel"}},
+                    summary=lambda rec: format_contact_walking_statistics(walking_statistics(rec)))
+
+
+def walking_statistics(rec) -> dict:
+    """Acceptance figures of the walk (:func:`controllers.walking_stats.contact_walking_statistics`)."""
+    return contact_walking_statistics(rec, FEET)
+
+
+if __name__ == "__main__":
+    run_scenario(build(), out="out", html="out/walking_fd.html", plot="out/walking_fd.png")
