@@ -56,6 +56,7 @@ support points), ``contact_broken``, ``slip``, ``stick``, ``impact``.
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
@@ -444,8 +445,9 @@ class ContactHinge(Constraint):
     def _groups(self):
         """The held points by owner, as arrays: ``[(owner, index, local_a, local_o, radius)]``
         (cached while the points are the same objects)."""
-        key = (self.version, tuple(map(id, self.points)))
-        if self._group_key != key:
+        # the key holds the points themselves: ids of freed points could be reused
+        key = (self.version, tuple(self.points))
+        if not _same_key(self._group_key, key):
             own = np.array([p.owner for p in self.points], dtype=int)
             self._group_cache = [
                 (owner, idx, np.array([self.points[i].local_a for i in idx], dtype=float),
@@ -586,6 +588,13 @@ class ContactHinge(Constraint):
         m = self._stick_mask()[:2]
         ft[m] = lam[k:k + int(m.sum())]
         return lam[:k], ft
+
+
+def _same_key(a, b) -> bool:
+    """Whether two cache keys ``(version, tuple of objects, ...)`` hold the same version and objects."""
+    if a is None or a[0] != b[0] or len(a) != len(b):
+        return False
+    return all(len(x) == len(y) and all(u is w for u, w in zip(x, y)) for x, y in zip(a[1:], b[1:]))
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
@@ -919,16 +928,16 @@ def _support_margin(fn: np.ndarray, C: np.ndarray) -> float:
     k, d = len(fn), len(C)
     if d == 1:
         # one free force s: the margin is the top of the concave min of k + 1 lines
-        # (s itself, and fn_j - C_j s); the top is where two of them meet
-        slope = np.concatenate([[1.0], -C[0]])
-        off = np.concatenate([[0.0], fn])
-        ds = slope[:, None] - slope[None, :]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            meet = (off[None, :] - off[:, None]) / ds
-        meet = meet[np.isfinite(meet)]
-        if not meet.size:
-            return float(fn.min(initial=np.inf))
-        return float(np.max(np.min(off[:, None] + slope[:, None] * meet[None, :], axis=0)))
+        # (s itself, and fn_j - C_j s); the top is where two of them meet (a handful of lines:
+        # plain floats beat numpy's per-call cost)
+        lines = [(1.0, 0.0)] + [(-c, f) for c, f in zip(C[0].tolist(), fn.tolist())]
+        best = -math.inf
+        for i, (si, oi) in enumerate(lines):
+            for sj, oj in lines[i + 1:]:
+                if si != sj:
+                    x = (oj - oi) / (si - sj)
+                    best = max(best, min(sl * x + of for sl, of in lines))
+        return best if best > -math.inf else float(fn.min(initial=np.inf))
     # a small LP as a regularized QP in (mu, t), scaled to forces of order one
     scale = max(float(np.abs(fn).max(initial=0.0)), 1e-12)
     n = d + 1
@@ -1037,22 +1046,36 @@ class ContactSource(EventSource):
     def _geometry_guards(self, h: ContactHinge) -> list[float]:
         """Spare vertices touching down (inside the other's face) and support points leaving a face."""
         g: list[float] = []
-        for owner, (P, Q, k) in enumerate(h.sides()):
+        sides = h.sides()
+        for owner, la, lo, offset, pts, slack in self._watched(h):
+            P, Q, k = sides[owner]
             face = h.faces[owner]
-            spare = [s for s in h.spare if s.owner == owner]
-            if spare:
-                x = P.point(np.array([s.local_a for s in spare]))
-                gap = (x - Q.point(np.array([s.local_o for s in spare]))) @ k
+            if len(la):
+                x = P.point(la)
+                gap = (x - Q.point(lo)) @ k - offset
                 # a vertex matters only over the face: max(gap, -margin) <= 0 means below and inside
-                gap = gap - np.array([s.offset for s in spare])
-                g.extend(np.maximum(gap, -_margin(face, Q, x)) + self.slack)
-            pts = [p for p in h.support() if p.owner == owner]
-            if face is not None and pts:
+                g.extend((gap if face is None else np.maximum(gap, -_margin(face, Q, x))) + self.slack)
+            if face is not None and len(pts):
                 # a crossing point follows its edges (re-placed after each step); its guard only
                 # catches a crossing that ends (the edges no longer cross near it)
-                slack = np.array([self.crossing_slack if p.crossing else self.slack for p in pts])
-                g.extend(_margin(face, Q, P.point(np.array([p.local_a for p in pts]))) + slack)
+                g.extend(_margin(face, Q, P.point(pts)) + slack)
         return g
+
+    def _watched(self, h: ContactHinge):
+        """Per owner: the spare vertices (local points of both bodies, offsets) and the support
+        points with their slacks, as arrays (cached while the hinge's points are the same)."""
+        key = (h.version, tuple(h.spare), tuple(h.support()))
+        if not _same_key(h.__dict__.get("_watch_key"), key):
+            out = []
+            for owner in (0, 1):
+                spare = [s for s in h.spare if s.owner == owner]
+                pts = [p for p in h.support() if p.owner == owner]
+                out.append((owner, np.array([s.local_a for s in spare]).reshape(-1, 3),
+                            np.array([s.local_o for s in spare]).reshape(-1, 3), np.array([s.offset for s in spare]),
+                            np.array([p.local_a for p in pts]).reshape(-1, 3),
+                            np.array([self.crossing_slack if p.crossing else self.slack for p in pts])))
+            h._watch_key, h._watch = key, out
+        return h._watch
 
     def max_step(self, sim, t, q, v):
         return self.world.time_to_contact(q, v, exclude=set(self.hinges))
