@@ -1,20 +1,21 @@
-"""Real-time factor of the walking demo (issue 7, part 1) on one core, and where the time goes.
+"""Real-time factor of both walking demos (issue 7) on one core, and where the time goes.
 
-Runs ``examples/walking.py`` (the thesis biped walking straight ahead from standing) for
-20 simulated seconds, pinned to one CPU with single-threaded BLAS, and reports:
+- Part 1, ``examples/walking.py``: the thesis biped by inverse dynamics on magnetic shoes
+  (rk4, 10 ms steps). Target: real-time factor >= 2.
+- Part 2, ``examples/walking_fd.py``: forward dynamics on real contact with a 1 kHz whole-body
+  QP (integrator and step as given, default semi-implicit Euler at 1 ms). Target: >= 1.
 
-- the real-time factor (simulated seconds per wall second; target >= 2) and the walk's
-  acceptance figures (steps, heel-strike errors, heading drift, torso height, constraint
-  errors);
-- the wall time split, each part exclusive of the others: ``pinocchio`` (kernels),
-  ``assembly`` (building the equations), ``solve`` (the QP / least squares),
-  ``events`` (guards, isolation, handling: program code resumed at events and the
-  shoes' velocity jumps), ``projection`` (onto the welds after each step),
-  ``control`` (programs at ticks), ``recording``, and ``other`` (integrator arithmetic,
-  Lie-group updates, loop);
-- with ``--profile``: cProfile's own time per source file (top 15) and per function (top 20).
+Each runs 20 simulated seconds (``--seconds``), pinned to one CPU with single-threaded BLAS,
+and reports the real-time factor (simulated seconds per wall second), the walk's acceptance
+figures, and the wall time split, each part exclusive of the others: ``pinocchio`` (kernels),
+``assembly`` (building the equations), ``solve`` (the QP / least squares), ``events`` (guards,
+isolation, handling: contacts, impacts, program code resumed at events), ``projection`` (onto
+the welds after each step), ``control`` (programs at ticks, net of their solves), ``recording``
+and ``other`` (integrator arithmetic, Lie-group updates, loop). In part 2 the servo's own solves
+(on the controller's model) count in pinocchio/assembly/solve too, and are also given apart.
+With ``--profile``: cProfile's own time per source file (top 15) and per function (top 20).
 
-Run: ``.venv/bin/python bench/walking.py [--seconds 20] [--integrator rk4] [--dt 0.01] [--profile]``;
+Run: ``.venv/bin/python bench/walking.py [--part 1|2|both] [--seconds 20] [--profile]``;
 writes bench/results/walking.json.
 """
 from __future__ import annotations
@@ -37,19 +38,20 @@ from bench.common import table, write_json  # noqa: E402
 from sim.runner import load_script  # noqa: E402
 
 PARTS = ("pinocchio", "assembly", "solve", "events", "projection", "control", "recording", "other")
+#: example script, default integrator and step (s), target real-time factor
+DEMOS = {1: ("walking.py", "rk4", 0.01, 2.0), 2: ("walking_fd.py", "semi_implicit_euler", 1e-3, 1.0)}
 
 
 class _Clock:
     """Exclusive wall time of wrapped simulator methods, net of the evaluations they run."""
 
-    def __init__(self, mech):
-        self.mech = mech
+    def __init__(self, mechs):
+        self.mechs = mechs
         self.total = defaultdict(float)
         self.depth = 0
 
     def _evals(self):
-        T = self.mech.times
-        return T.pinocchio + T.assembly + T.solve
+        return sum(m.times.pinocchio + m.times.assembly + m.times.solve for m in self.mechs)
 
     def wrap(self, obj, attr, part):
         fn = getattr(obj, attr)
@@ -69,16 +71,21 @@ class _Clock:
         setattr(obj, attr, timed)
 
 
-def run(seconds: float, integrator: str, dt: float, profile: bool = False):
-    example = load_script(ROOT / "examples" / "walking.py")
+def run(part: int, seconds: float, integrator: str, dt: float, profile: bool = False):
+    script = DEMOS[part][0]
+    example = load_script(ROOT / "examples" / script)
     scn = example.build(integrator=integrator, dt=dt)
     sim = scn.sim
-    clock = _Clock(sim.mech)
+    servo = scn.info["servo"].cm if "servo" in scn.info else None  # the servo's own model (part 2)
+    mechs = [sim.mech] + ([servo] if servo is not None else [])
+    clock = _Clock(mechs)
     for source in sim.sources:
         clock.wrap(source, "guards", "events")
     clock.wrap(sim, "_handle", "events")
+    clock.wrap(sim, "_instant_events", "events")
     clock.wrap(sim, "_accept", "projection")
     clock.wrap(sim, "_control", "control")
+    clock.wrap(sim, "_run_due_timers", "control")
     clock.wrap(sim, "_record", "recording")
     prof = None
     if profile:
@@ -90,11 +97,16 @@ def run(seconds: float, integrator: str, dt: float, profile: bool = False):
     wall = time.perf_counter() - t0
     if prof is not None:
         prof.disable()
-    T = sim.mech.times
-    split = {"pinocchio": T.pinocchio, "assembly": T.assembly, "solve": T.solve, **clock.total}
+    split = {"pinocchio": sum(m.times.pinocchio for m in mechs), "assembly": sum(m.times.assembly for m in mechs),
+             "solve": sum(m.times.solve for m in mechs), **clock.total}
     split["other"] = wall - sum(split[p] for p in PARTS if p != "other")
     stats = example.walking_statistics(rec)
-    return rec, wall, split, stats, sim, prof
+    servo_times = None
+    if servo is not None:
+        T = servo.times
+        servo_times = {"solves": T.calls, "us_per_solve": 1e6 * (T.pinocchio + T.assembly + T.solve) / max(T.calls, 1),
+                       "wall_s": T.pinocchio + T.assembly + T.solve}
+    return rec, wall, split, stats, sim, prof, servo_times
 
 
 def _profile_tables(prof):
@@ -114,41 +126,53 @@ def _profile_tables(prof):
     return files, funcs
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seconds", type=float, default=20.0, help="simulated time (s)")
-    ap.add_argument("--integrator", default="rk4")
-    ap.add_argument("--dt", type=float, default=0.01, help="integration step (s)")
-    ap.add_argument("--profile", action="store_true", help="also run under cProfile (slower) and print where the time goes")
-    args = ap.parse_args(argv)
-    if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
-
-    rec, wall, split, stats, sim, _ = run(args.seconds, args.integrator, args.dt)
+def bench_part(part: int, seconds: float, integrator: str | None, dt: float | None, profile: bool) -> dict:
+    """Run one part, print its tables, return its JSON section."""
+    _, default_integrator, default_dt, target = DEMOS[part]
+    integrator, dt = integrator or default_integrator, dt or default_dt
+    rec, wall, split, stats, sim, _, servo = run(part, seconds, integrator, dt)
     n = sim.mech.times.calls
-    rtf = args.seconds / wall
-    summary = {"simulated_s": args.seconds, "wall_s": wall, "real_time_factor": rtf, "integrator": args.integrator,
-               "dt_s": args.dt, "steps": sim.steps, "evaluations": n, "evaluations_per_step": n / sim.steps,
-               "us_per_evaluation": 1e6 * (split["pinocchio"] + split["assembly"] + split["solve"]) / n,
-               "events": len(rec.events)}
+    rtf = seconds / wall
+    summary = {"part": part, "simulated_s": seconds, "wall_s": wall, "real_time_factor": rtf,
+               "target": target, "met": rtf >= target, "integrator": integrator, "dt_s": dt, "steps": sim.steps,
+               "evaluations": n, "evaluations_per_step": n / max(sim.steps, 1), "events": len(rec.events)}
+    print(f"\n== part {part}: {DEMOS[part][0]}")
     print(table([summary], list(summary)))
-    print()
-    rows = [{"part": p, "wall_s": split[p], "share_%": 100 * split[p] / wall,
-             "us_per_evaluation": 1e6 * split[p] / n} for p in PARTS]
-    print(table(rows, ["part", "wall_s", "share_%", "us_per_evaluation"]))
-    print()
-    acceptance = {k: v for k, v in stats.items() if k != "strike_errors"}
+    if servo is not None:
+        print(f"servo: {servo['solves']} solves, {servo['us_per_solve']:.0f} us each ({servo['wall_s']:.2f} s)")
+    rows = [{"part": p, "wall_s": split[p], "share_%": 100 * split[p] / wall, "us_per_simulated_ms": 1e3 * split[p] / seconds}
+            for p in PARTS]
+    print(table(rows, ["part", "wall_s", "share_%", "us_per_simulated_ms"]))
+    acceptance = {k: v for k, v in stats.items() if k not in ("strike_errors", "stances", "events")}
     print(table([{"criterion": k, "value": v} for k, v in acceptance.items()], ["criterion", "value"]))
-    payload = {"summary": summary, "split": rows, "acceptance": acceptance,
-               "strike_errors_m": stats["strike_errors"], "target": "real_time_factor >= 2 on one core"}
-    if args.profile:
-        _, pwall, _, _, _, prof = run(args.seconds, args.integrator, args.dt, profile=True)
+    out = {"summary": summary, "split": rows, "acceptance": acceptance, "strike_errors_m": stats["strike_errors"],
+           "servo": servo}
+    if "events" in stats:
+        out["event_counts"] = stats["events"]
+    if profile:
+        _, pwall, _, _, _, prof, _ = run(part, seconds, integrator, dt, profile=True)
         files, funcs = _profile_tables(prof)
         print(f"\ncProfile (wall {pwall:.1f} s under the profiler): own time per file")
         print(table(files, ["file", "own_s", "share_%"]))
         print("\nown time per function")
         print(table(funcs, ["function", "calls", "own_s", "cumulative_s"]))
-        payload["profile"] = {"wall_s": pwall, "files": files, "functions": funcs}
+        out["profile"] = {"wall_s": pwall, "files": files, "functions": funcs}
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--part", choices=["1", "2", "both"], default="both")
+    ap.add_argument("--seconds", type=float, default=20.0, help="simulated time (s)")
+    ap.add_argument("--integrator", default=None, help="default: rk4 (part 1), semi_implicit_euler (part 2)")
+    ap.add_argument("--dt", type=float, default=None, help="integration step (s); default 0.01 (part 1), 0.001 (part 2)")
+    ap.add_argument("--profile", action="store_true", help="also run under cProfile (slower) and print where the time goes")
+    args = ap.parse_args(argv)
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+    parts = (1, 2) if args.part == "both" else (int(args.part),)
+    payload = {f"part{p}": bench_part(p, args.seconds, args.integrator, args.dt, args.profile) for p in parts}
+    payload["targets"] = {"part1": "real_time_factor >= 2 on one core", "part2": "real_time_factor >= 1 on one core"}
     path = write_json("walking", payload)
     print(f"\nwrote {path}")
 

@@ -55,8 +55,10 @@ def build(integrator: str = "rk4", dt: float = 1e-3, mass_error: float = 0.0, st
         "ankle pitch torques": Stack("ankle pitch torques", [ControlTorque(mech, "ankle_l"),
                                                              ControlTorque(mech, "ankle_r")], component=1),
     }
-    sim = Simulator(mech, built.q0, np.zeros(mech.nv), dt=dt, integrator=integrator, record=record)
-    walker(sim, built, model, steps)
+    # recorded every 10 ms (events and the last step always): the servo runs every 1 ms
+    sim = Simulator(mech, built.q0, np.zeros(mech.nv), dt=dt, integrator=integrator, record=record,
+                    record_every=max(1, round(0.01 / dt)))
+    servo, plan = walker(sim, built, model, steps)
     src = enable_contacts(sim, friction=MU, pairs=[(foot, "ground") for foot in FEET])
     for foot in FEET:
         sim.record_quantities[f"{foot} contact force"] = src.force_probe(sim, foot, "ground")
@@ -78,7 +80,8 @@ def build(integrator: str = "rk4", dt: float = 1e-3, mass_error: float = 0.0, st
     return Scenario("walking_fd", "the thesis biped walking by forward dynamics on real contact (1 kHz QP)",
                     sim, 20.0, model={"factory": "robots:biped", "kwargs": {"with_ground": True}}, panels=panels,
                     html={"traces": {"left heel": "left heel", "right heel": "right heel"}},
-                    summary=lambda rec: format_contact_walking_statistics(walking_statistics(rec)))
+                    summary=lambda rec: format_contact_walking_statistics(walking_statistics(rec)),
+                    info={"servo": servo, "plan": plan, "contacts": src})
 
 
 def walking_statistics(rec) -> dict:

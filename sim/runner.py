@@ -32,6 +32,7 @@ class Scenario:
         panels: plot panels (see :func:`controlkit.report.plot_quantities`).
         html: keyword options of :func:`controlkit.report.export_html` (traces, arrows, frames).
         summary: ``summary(recording) -> str`` printed after the run.
+        info: what else the script hands its callers (tests, benchmarks): e.g. a servo, a plan.
     """
 
     name: str
@@ -42,6 +43,7 @@ class Scenario:
     panels: list = field(default_factory=list)
     html: dict = field(default_factory=dict)
     summary: Callable[[Recording], str] | None = None
+    info: dict = field(default_factory=dict)
 
 
 def load_script(path: str | Path):
