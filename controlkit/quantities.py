@@ -16,7 +16,7 @@ import numpy as np
 import pinocchio as pin
 
 from .errors import ControlkitError, ModelError
-from .expressions import Expr, Lin, acc, pos, vel
+from .expressions import JACOBIAN, LIN, Expr, Lin, acc, pos, vel
 from .vec3 import cross
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
@@ -48,6 +48,11 @@ class Quantity:
         if J.shape != (self.size, L.nv):  # e.g. a size-1 quantity's Jacobian given as (nv,)
             J = np.broadcast_to(J, (self.size, L.nv))
         return Lin(b=self.drift(ctx.mech).copy(), a=J, nv=L.nv, nw=L.nx - L.nv)
+
+    def acceleration_form(self, ctx) -> tuple | None:
+        """How ``acc(self)`` compiles (:func:`controlkit.expressions.compile_affine`): from
+        ``jacobian`` and ``drift``, unless a subclass computes its acceleration otherwise (None)."""
+        return (JACOBIAN, self) if type(self).acceleration is Quantity.acceleration else None
 
     # sugar: q.pos, q.vel, q.acc
     @property
@@ -243,6 +248,14 @@ class _Unknown(Quantity, Expr):
 
     def describe(self) -> str:
         return self.name
+
+    def acceleration_form(self, ctx) -> tuple | None:
+        """A block of the unknowns compiles to a constant selection (it depends on the layout only)."""
+        return (LIN, self.acceleration(ctx)) if type(self).acceleration is _Unknown.acceleration else None
+
+    def _leaf(self, ctx):
+        leaf = self.acceleration_form(ctx) if type(self).evaluate is _Unknown.evaluate else None
+        return super()._leaf(ctx) if leaf is None else leaf
 
     def _cols(self, layout) -> np.ndarray:
         raise NotImplementedError

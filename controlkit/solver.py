@@ -107,7 +107,6 @@ def _constrained_forward(p: Problem) -> Solution | None:
     if p.mass_factor is not None:
         return _delassus_by_factor(p, tau)
     msolve = p.mass_solve or _dense_mass_solve(p.M)
-    blk = p.equalities[0]
     J = p.Jc
     p0 = msolve(tau @ p.S - p.bias)
     MJt = msolve(J.T.copy())
@@ -116,7 +115,7 @@ def _constrained_forward(p: Problem) -> Solution | None:
     dg = np.abs(np.diag(c))
     if info != 0 or dg.min() ** 2 <= RANK_TOL * dg.max() ** 2:
         return None
-    lam, _ = lapack.dpotrs(c, blk.b - J @ p0)
+    lam, _ = lapack.dpotrs(c, p.eq_rows.b - J @ p0)
     a = p0 + MJt @ lam
     x = np.concatenate([a, tau, lam])
     return Solution(x, a, tau, {name: x[s] for name, s in L.lam.items()}, "direct")
@@ -142,7 +141,7 @@ def _delassus_by_factor(p: Problem, tau: np.ndarray) -> Solution | None:
     dg = c.diagonal().tolist()  # a dozen pivots: Python's min/max beat numpy's reductions
     if info != 0 or min(dg) ** 2 <= RANK_TOL * max(dg) ** 2:
         return None
-    lam, _ = lapack.dpotrs(c, p.equalities[0].b - wg.dot(Wj))
+    lam, _ = lapack.dpotrs(c, p.eq_rows.b - wg.dot(Wj))
     z = Wj.dot(lam)
     z += wg
     nt = L.ntau
@@ -174,32 +173,13 @@ def _reduce_rows(Aa, Aw, b, P, p0, free, wF, nv):
     return E, f
 
 
-def _stack_parts(blocks, nv):
-    """The blocks' rows stacked: (Aa or None, Aw or None, b)."""
-    if len(blocks) == 1:
-        Aa, Aw = blocks[0].parts(nv)
-        return Aa, Aw, blocks[0].b
-    parts = [blk.parts(nv) for blk in blocks]
-    b = np.concatenate([blk.b for blk in blocks])
-    stacked = []
-    for i in (0, 1):
-        if all(pt[i] is None for pt in parts):
-            stacked.append(None)
-            continue
-        width = next(pt[i].shape[1] for pt in parts if pt[i] is not None)
-        stacked.append(np.vstack([pt[i] if pt[i] is not None else np.zeros((len(blk.b), width))
-                                  for pt, blk in zip(parts, blocks)]))
-    return stacked[0], stacked[1], b
-
-
-def _stack(blocks, P, p0, free, wF, nv, ny):
-    if not blocks:
+def _stack(rows, P, p0, free, wF, nv, ny):
+    """Stacked rows (:class:`~controlkit.equations.Rows`) in y, weighted for costs: (E, f)."""
+    if not len(rows):
         return np.zeros((0, ny)), np.zeros(0)
-    # one reduction for all blocks: many small matrix products cost more than one big one
-    Aa, Aw, b = _stack_parts(blocks, nv)
-    E, f = _reduce_rows(Aa, Aw, b, P, p0, free, wF, nv)
-    if blocks[0].weight is not None:
-        w = blocks[0].weight if len(blocks) == 1 else np.concatenate([blk.weight for blk in blocks])
+    E, f = _reduce_rows(rows.Aa, rows.Aw, rows.b, P, p0, free, wF, nv)
+    if rows.weight is not None:
+        w = rows.weight
         E, f = w[:, None] * E, w * f
     return E, f
 
@@ -207,11 +187,6 @@ def _stack(blocks, P, p0, free, wF, nv, ny):
 def _norm(x: np.ndarray) -> float:
     """Euclidean norm of a vector (np.linalg.norm's generality costs more than the sum here)."""
     return math.sqrt(float(np.vdot(x, x)))
-
-
-def _owners(blocks) -> list[str]:
-    """The name of the block each stacked row comes from."""
-    return [blk.name for blk in blocks for _ in range(len(blk.b))]
 
 
 def _conflicts(E, f, owners, U, r):
@@ -310,16 +285,17 @@ def solve(p: Problem, method: str = "auto") -> Solution:
 def _solve(p: Problem, method: str) -> Solution:
     L = p.layout
     nv = L.nv
-    if method == "auto" and not (p.costs or p.inequalities):
-        if not p.equalities:
+    eq_spans = p.eq_rows.spans
+    if method == "auto" and not (p.cost_rows.spans or p.ineq_rows.spans):
+        if not eq_spans:
             return _forward(p)
-        if len(p.equalities) == 1 and p.equalities[0].kind == "constraint":
+        if len(eq_spans) == 1 and eq_spans[0][1] == "constraint":
             sol = _constrained_forward(p)
             if sol is not None:
                 return sol
     P, p0, free, wF = _reduce(p)
     ny = P.shape[1]
-    E, f = _stack(p.equalities, P, p0, free, wF, nv, ny)
+    E, f = _stack(p.eq_rows, P, p0, free, wF, nv, ny)
     y, r, U, N = _min_norm(E, f) if E.shape[0] else (np.zeros(ny), 0, np.zeros((0, 0)), np.eye(ny))
     if E.shape[0]:
         res = E.dot(y) - f
@@ -331,13 +307,13 @@ def _solve(p: Problem, method: str) -> Solution:
             res = E @ y - f
             nres = _norm(res)
         if nres > tol:
-            names = _conflicts(E, f, _owners(p.equalities), U, r)
+            names = _conflicts(E, f, p.eq_rows.owners(), U, r)
             raise InconsistentEquationsError(
                 f"t = {p.time:.6g} s: the equations are inconsistent (residual {nres:.3g}); "
                 f"conflicting: {', '.join(names)}", names, p)
     solver = "direct"
     tau_rows = np.flatnonzero(free[: L.ntau]) if p.fixed else np.arange(L.ntau)
-    if p.inequalities or method == "qp":
+    if p.ineq_rows.spans or method == "qp":
         if not p.default_cost:
             _complete(p, P, p0, free, wF, y, N, tau_rows)  # raises if the costs leave motion free
         y = _qp(p, P, p0, free, wF, y, N, E, f, method, tau_rows)
@@ -360,8 +336,8 @@ def _complete(p, P, p0, free, wF, y, N, tau_rows):
     """Fix the directions the equalities leave free: costs, then the default (or raise)."""
     nv = p.layout.nv
     solver = "direct"
-    if p.costs:
-        C, d = _stack(p.costs, P, p0, free, wF, nv, P.shape[1])
+    if p.cost_rows.spans:
+        C, d = _stack(p.cost_rows, P, p0, free, wF, nv, P.shape[1])
         z, r, _, K = _min_norm(C.dot(N), d - C.dot(y))
         y, N = y + N.dot(z), N.dot(K)
         solver = "lstsq"
@@ -390,8 +366,8 @@ def _default_hessian(ny, tau_rows):
 def _qp(p, P, p0, free, wF, y0, N, E, f, method, tau_rows):
     """quadprog on z with y = y0 + N z (or, for method='qp', on y with equality rows)."""
     nv, ny = p.layout.nv, P.shape[1]
-    G, g = _stack(p.inequalities, P, p0, free, wF, nv, ny)
-    C, d = _stack(p.costs, P, p0, free, wF, nv, ny)
+    G, g = _stack(p.ineq_rows, P, p0, free, wF, nv, ny)
+    C, d = _stack(p.cost_rows, P, p0, free, wF, nv, ny)
     if method == "qp":
         # the whole problem in y: cost (user + default), independent equality rows
         H = C.T @ C if C.size else np.zeros((ny, ny))
