@@ -55,17 +55,18 @@ def _reduce(p: Problem):
     nv, nx = L.nv, L.nx
     nw = nx - nv
     G = p.Jc if p.Jf is None else p.Jf
-    if not nw:
-        B = np.zeros((nv, 0))
-    else:
-        B = np.hstack([p.S.T, G.T]) if len(G) else p.S.T
     msolve = p.mass_solve or _dense_mass_solve(p.M)
     wF = np.zeros(nw)
     free = np.ones(nw, dtype=bool)
+    nt = L.ntau
     if not p.fixed:  # nothing assigned (inverse dynamics): skip the selections
-        p0 = msolve(-p.bias)
-        P = msolve(B) if nw else np.zeros((nv, 0))
-        return P, p0, free, wF
+        # one solve for [P | p0] = M^-1 [S^T G^T | -bias]
+        X = np.empty((nv, nw + 1), order="F")
+        X[:, :nt] = p.S.T
+        X[:, nt:nw] = G.T
+        np.negative(p.bias, out=X[:, nw])
+        X = msolve(X)
+        return X[:, :nw], X[:, nw], free, wF
     fixed_cols = np.concatenate([c for _, c, _ in p.fixed])
     fixed_vals = np.concatenate([v for _, _, v in p.fixed])
     if len(np.unique(fixed_cols)) != len(fixed_cols):
@@ -74,9 +75,13 @@ def _reduce(p: Problem):
             f"t = {p.time:.6g} s: two direct assignments set the same unknown ({', '.join(names)})", names, p)
     wF[fixed_cols - nv] = fixed_vals
     free[fixed_cols - nv] = False
-    p0 = msolve(B.dot(wF) - p.bias)
-    P = msolve(B[:, free]) if free.any() else np.zeros((nv, 0))
-    return P, p0, free, wF
+    B = np.hstack([p.S.T, G.T]) if len(G) else p.S.T
+    ny = int(np.count_nonzero(free))
+    X = np.empty((nv, ny + 1), order="F")
+    X[:, :ny] = B[:, free]
+    X[:, ny] = B.dot(wF) - p.bias
+    X = msolve(X)
+    return X[:, :ny], X[:, ny], free, wF
 
 
 def _forward(p: Problem) -> Solution:
@@ -159,13 +164,19 @@ def _dense_mass_solve(M):
 
 
 def _reduce_rows(Aa, Aw, b, P, p0, free, wF, nv):
-    """Rows ``Aa a + Aw w = b`` in y: ``Aa P + Aw[:, free]``, ``b - Aa p0 - Aw wF`` (None blocks are zero)."""
-    if Aa is not None:
-        E, f = Aa.dot(P), b - Aa.dot(p0)
-    else:
-        E, f = np.zeros((len(b), P.shape[1])), b.copy()
+    """Rows ``Aa a + Aw w = b`` in y: ``Aa P + Aw[:, free]``, ``b - Aa p0 - Aw wF`` (None blocks are zero).
+
+    The returned E may be ``Aw`` itself (shared): read it, do not write it.
+    """
+    everything = len(free) == P.shape[1]  # every torque and force free (nothing assigned): no selection
+    if Aa is None:
+        if Aw is None:
+            return np.zeros((len(b), P.shape[1])), b.copy()
+        # rows on torques and forces only (limits, contact wrenches): no product with P
+        return (Aw, b.copy()) if everything else (Aw[:, free], b - Aw.dot(wF))
+    E, f = Aa.dot(P), b - Aa.dot(p0)
     if Aw is not None:
-        if len(free) == P.shape[1]:  # every torque and force free (nothing assigned): no selection
+        if everything:
             E += Aw
         else:
             E += Aw[:, free]
@@ -203,15 +214,20 @@ def _min_norm(E, f):
     several times cheaper than the SVD); a caller that needs it then calls :func:`_min_norm_svd`.
     """
     out = _full_rank_qr(E, f)
-    return out if out is not None else _min_norm_svd(E, f)
+    return out if out is not None else _min_norm_svd(E, f, left=False)
 
 
-def _min_norm_svd(E, f):
-    """:func:`_min_norm` by the SVD, whatever E's rank."""
-    U, s, Vt = np.linalg.svd(E, full_matrices=True)
+def _min_norm_svd(E, f, left: bool = True):
+    """:func:`_min_norm` by the SVD, whatever E's rank.
+
+    ``left=False``: the left basis is not needed (returned as None), so a tall E's SVD computes
+    only its first n left singular vectors (a 56 x 6 cost block's U is 56 x 6, not 56 x 56).
+    """
+    m, n = E.shape
+    U, s, Vt = np.linalg.svd(E, full_matrices=left or m <= n)  # a wide E needs all of V for its null space
     r = int(np.sum(s > RANK_TOL * max(1.0, s[0] if s.size else 0.0)))
     y = Vt[:r].T @ ((U[:, :r].T @ f) / s[:r])
-    return y, r, U, Vt[r:].T
+    return y, r, (U if left else None), Vt[r:].T
 
 
 _UPPER: dict[int, np.ndarray] = {}
@@ -341,8 +357,8 @@ def _complete(p, P, p0, free, wF, y, N, tau_rows):
         z, r, _, K = _min_norm(C.dot(N), d - C.dot(y))
         y, N = y + N.dot(z), N.dot(K)
         solver = "lstsq"
-    nfree = _motion_free(P, N, tau_rows)
-    if nfree and not p.default_cost:
+    nfree = 0 if p.default_cost else _motion_free(P, N, tau_rows)  # (an SVD: only when it can raise)
+    if nfree:
         raise UnderdeterminedError(
             f"t = {p.time:.6g} s: {nfree} unknowns are left free by the equations and costs "
             f"(underdetermined = 'raise'); add equations, assignments or a cost", nfree, p)
@@ -356,11 +372,11 @@ def _complete(p, P, p0, free, wF, y, N, tau_rows):
     return y, N, solver
 
 
-def _default_hessian(ny, tau_rows):
-    """The default cost on y as a Hessian: squared torques, and 1e-6 x squared forces."""
+def _default_weights(ny, tau_rows):
+    """The default cost on y, ``y^T diag(D) y``: D is 1 on torques and 1e-6 on forces."""
     D = np.full(ny, 1e-6)
     D[tau_rows] = 1.0
-    return np.diag(D)
+    return D
 
 
 def _qp(p, P, p0, free, wF, y0, N, E, f, method, tau_rows):
@@ -372,7 +388,7 @@ def _qp(p, P, p0, free, wF, y0, N, E, f, method, tau_rows):
         # the whole problem in y: cost (user + default), independent equality rows
         H = C.T @ C if C.size else np.zeros((ny, ny))
         c = C.T @ d if C.size else np.zeros(ny)
-        H, c = _with_default(H, c, _default_hessian(ny, tau_rows), np.zeros(ny))
+        H, c = _with_default(H, c, lambda: (np.diag(_default_weights(ny, tau_rows)), np.zeros(ny)))
         rows = _independent_rows(E)
         Aeq, beq = E[rows], f[rows]
         Cq = np.vstack([Aeq, -G]).T if (Aeq.size or G.size) else np.zeros((ny, 0))
@@ -390,18 +406,57 @@ def _qp(p, P, p0, free, wF, y0, N, E, f, method, tau_rows):
         c = CN.T @ (d - C @ y0)
     else:
         H, c = np.zeros((N.shape[1],) * 2), np.zeros(N.shape[1])
-    Dy = _default_hessian(ny, tau_rows)
-    H, c = _with_default(H, c, N.T @ Dy @ N, -(N.T @ (Dy @ y0)))
+
+    def default():
+        Dy = _default_weights(ny, tau_rows)
+        return (N.T * Dy) @ N, -(N.T @ (Dy * y0))  # N^T diag(D) N, without forming diag(D)
+
+    H, c = _with_default(H, c, default)
     z = _call_quadprog(p, H, c, -GN.T, -(g - G @ y0), 0)
     return y0 + N @ z
 
 
-def _with_default(H, c, D, cD):
-    """Add the default cost (Hessian D, linear term cD) only where the user cost H is flat."""
-    w, V = np.linalg.eigh(H) if H.size else (np.zeros(0), np.zeros((0, 0)))
-    F = V[:, w <= RANK_TOL * max(1.0, w.max(initial=0.0))]
-    H = H + F @ (F.T @ D @ F) @ F.T + 1e-12 * np.eye(len(H))
+def _with_default(H, c, default):
+    """Add the default cost (``default() -> (Hessian, linear term)``) only where the user cost H is flat.
+
+    Its flat directions are the eigenvectors with eigenvalues at most ``RANK_TOL * max(1, w_max)``;
+    when a Cholesky factor proves there are none, the eigendecomposition (and the default) is skipped.
+    """
+    n = len(H)
+    F = None if not n or _no_flat_direction(H) else _flat_directions(H)
+    if F is None or not F.shape[1]:
+        return H + 1e-12 * np.eye(n), c  # what the eigendecomposition gives when nothing is flat
+    D, cD = default()
+    H = H + F @ (F.T @ D @ F) @ F.T + 1e-12 * np.eye(n)
     return H, c + F @ (F.T @ cD)
+
+
+def _flat_directions(H) -> np.ndarray:
+    """Orthonormal eigenvectors (n, k) of the symmetric H with eigenvalues ``<= RANK_TOL * max(1, w_max)``.
+
+    numpy's eigh on purpose: when H's flat eigenvalues sit close to the next ones (the internal
+    forces between two planted feet: ~1e-13, then ~1e-6, with |H| ~ 1e4), their subspace is only
+    defined to ~1e-6, and another LAPACK build's eigenvectors move the solution by that much.
+    """
+    w, V = np.linalg.eigh(H)
+    return V[:, w <= RANK_TOL * max(1.0, w.max(initial=0.0))]
+
+
+def _no_flat_direction(H) -> bool:
+    """Whether the symmetric H provably has every eigenvalue above ``RANK_TOL * max(1, w_max)``.
+
+    With ``H = R^T R`` (Cholesky), ``w_min >= 1 / |R^-1|_F^2`` and ``w_max <= trace(H)``; a margin
+    of 2 covers rounding (far larger than the factor's backward error at this tolerance).
+    """
+    R, info = lapack.dpotrf(H, lower=0, clean=1)
+    if info != 0:
+        return False
+    Ri, info = lapack.dtrtri(R, lower=0)
+    if info != 0:
+        return False
+    ri = Ri.ravel(order="K")
+    wmin_lb = 1.0 / float(ri.dot(ri))
+    return wmin_lb > 2.0 * RANK_TOL * max(1.0, float(np.trace(H)))
 
 
 def _independent_rows(E):

@@ -3,7 +3,7 @@
 ``build_problem`` does not walk the expression trees at every evaluation: each statement is
 flattened once per column layout (:func:`controlkit.expressions.compile_affine`) and its rows are
 written from the flat form. The trees stay the reference: these tests build problems at several
-states and times and check every row against the tree's own evaluation, and that the usual statements do compile.
+states and times and check every row against the tree's own evaluation, that the usual statements do compile, and the solver's shortcuts against what they replace.
 """
 import numpy as np
 import pinocchio as pin
@@ -126,3 +126,22 @@ def test_the_usual_statements_compile_without_their_trees(biped):
              **{n: i.expr for n, i in eqs.inequalities.items()}}
     generic = {n for n, e in exprs.items() if compile_affine(e, ctx, e.evaluate(ctx)).generic}
     assert generic == {"turning", "own acceleration"}
+
+
+def test_the_flat_directions_are_the_eigendecompositions():
+    from controlkit import solver
+    rng = np.random.default_rng(11)
+    for trial in range(300):
+        n = int(rng.integers(1, 18))
+        k = int(rng.integers(0, n + 1))
+        A = rng.standard_normal((n + 4, n)) * 10.0 ** rng.uniform(-3, 3)
+        A[:, :k] *= 0.0 if trial % 2 else 1e-7  # exactly flat, or nearly
+        A = A @ np.linalg.qr(rng.standard_normal((n, n)))[0]
+        H = A.T @ A
+        w, V = np.linalg.eigh(H)
+        F = V[:, w <= solver.RANK_TOL * max(1.0, w.max())]
+        mine = solver._flat_directions(H)
+        assert mine.shape == F.shape
+        assert np.abs(mine @ mine.T - F @ F.T).max() < 1e-10  # the same subspace
+        if solver._no_flat_direction(H):
+            assert F.shape[1] == 0
