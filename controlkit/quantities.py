@@ -6,9 +6,9 @@ mechanism's current state it gives its ``position`` (value), ``velocity``, its
 ``J a + Jdot v``, affine in the step's unknowns. The same quantity can then be
 placed in a control equation, a direct assignment, a cost or an inequality.
 
-Unknown-valued quantities (:class:`ControlTorque`, :class:`ConstraintForce`,
-:class:`JointAcceleration`) select columns of the unknown vector directly and
-read their value from the last solve.
+Unknown-valued quantities (:class:`ControlTorque`, :class:`ControlTorques`,
+:class:`ConstraintForce`, :class:`JointAcceleration`, :class:`JointAccelerations`) select
+columns of the unknown vector directly and read their value from the last solve.
 """
 from __future__ import annotations
 
@@ -327,6 +327,46 @@ class JointAcceleration(_Unknown):
 
     def position(self, mech):
         return mech.solution.a[self.vs].copy()
+
+
+class JointAccelerations(_Unknown):
+    """Accelerations (rad/s^2 or m/s^2) of several joints' degrees of freedom, stacked (size,).
+
+    One quantity for what would be one :class:`JointAcceleration` per joint: a posture cost on
+    sixteen joints written as ``JointAccelerations(mech, joints) - TimeFunction(f)`` (f giving the
+    (size,) target accelerations) is one block of rows and one function call per evaluation,
+    instead of sixteen of each; its rows are those of the per-joint costs stacked in ``joints``'
+    order, so the solution is the same.
+
+    Args:
+        mech: the mechanism.
+        joints: joint names (default: every joint but free-flyers, in the model's order).
+
+    ``v_index`` (size,): the positions of these degrees of freedom in v (and a), to pick a target
+    out of a whole-body vector: ``a_des[q.v_index]``.
+    """
+
+    unit = "rad/s^2"
+
+    def __init__(self, mech, joints=None):
+        model = mech.model
+        if joints is None:
+            joints = [n for n in list(model.names)[1:]
+                      if model.joints[model.getJointId(n)].shortname() != "JointModelFreeFlyer"]
+        self.joints = list(joints)
+        if not self.joints:
+            raise ControlkitError("JointAccelerations needs at least one joint")
+        slices = [mech.joint_v_slice(j) for j in self.joints]
+        self.v_index = np.concatenate([np.arange(s.start, s.stop) for s in slices])
+        self.v_index.setflags(write=False)
+        self.size = len(self.v_index)
+        self.name = "a(" + ", ".join(self.joints) + ")"
+
+    def _cols(self, layout):
+        return layout.a.start + self.v_index
+
+    def position(self, mech):
+        return mech.solution.a[self.v_index]
 
 
 class ControlTorques(_Unknown):

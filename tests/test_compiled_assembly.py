@@ -3,7 +3,8 @@
 ``build_problem`` does not walk the expression trees at every evaluation: each statement is
 flattened once per column layout (:func:`controlkit.expressions.compile_affine`) and its rows are
 written from the flat form. The trees stay the reference: these tests build problems at several
-states and times and check every row against the tree's own evaluation, that the usual statements do compile, and the solver's shortcuts against what they replace.
+states and times and check every row against the tree's own evaluation, then check the vector
+quantities and the solver's shortcuts against what they replace.
 """
 import numpy as np
 import pinocchio as pin
@@ -14,7 +15,7 @@ from controlkit.constraints import WeldConstraint
 from controlkit.equations import EquationSet, build_problem
 from controlkit.expressions import Context, Expr, TimeFunction, acc, orientation_error, pos, vel
 from controlkit.quantities import (CenterOfMass, ConstraintForce, ControlTorques, FrameOrientation, FramePoint,
-                                   JointAcceleration, JointAngle, Quantity)
+                                   JointAcceleration, JointAccelerations, JointAngle, Quantity)
 from controlkit.solver import solve
 
 
@@ -54,6 +55,7 @@ def _statements(mech):
     eqs.add_cost("com", acc(com) + np.diag([20.0, 20.0, 40.0]) @ vel(com) - TimeFunction(lambda t: [t, 0.0, -t]), 10.0)
     eqs.add_cost("turning", acc(o) + orientation_error(o, lambda t: pin.exp3(np.array([0.0, 0.0, t]))), 3.0)
     eqs.add_cost("weighted axes", np.array([1.0, 2.0, 3.0]) * acc(torso), np.array([1.0, 0.5, 0.25]))
+    eqs.add_cost("posture", JointAccelerations(mech, ["hip_l", "knee_r"]) - TimeFunction(lambda t: np.full(4, t)), 0.1)
     eqs.add_cost("one joint", JointAcceleration(mech, "ankle_r") - 1.0, 0.1)
     eqs.add_cost("own acceleration", acc(_TiltedTorsoHeight(mech)) + _Doubled(pos(knee)), 1.0)
     eqs.add_cost("torques", tau, 1e-3)
@@ -114,18 +116,27 @@ def test_a_problem_keeps_its_rows_after_the_next_evaluation(biped):
                for blk, (A, b) in zip(p.costs + p.equalities, rows))
 
 
-def test_the_usual_statements_compile_without_their_trees(biped):
-    """Only the leaves the flattening cannot know (a quantity computing its own acceleration, an
-    unknown node, an orientation target given as a function) are left to their trees."""
-    from controlkit.expressions import compile_affine
+def test_one_vector_posture_cost_solves_like_one_cost_per_joint(biped):
     mech = biped
-    eqs = _statements(mech)
-    mech.set_state(pin.neutral(mech.model), np.zeros(mech.nv))
-    ctx = Context(mech, 0.2, build_problem(mech, eqs, 0.2).layout)
-    exprs = {**{n: e.residual for n, e in eqs.equations.items()}, **{n: c.expr for n, c in eqs.costs.items()},
-             **{n: i.expr for n, i in eqs.inequalities.items()}}
-    generic = {n for n, e in exprs.items() if compile_affine(e, ctx, e.evaluate(ctx)).generic}
-    assert generic == {"turning", "own acceleration"}
+    joints = [n for n in list(mech.model.names)[2:]]
+    target = np.random.default_rng(3).standard_normal(mech.nv)
+    solutions = []
+    for vector in (False, True):
+        eqs = EquationSet(critical_forms=False)
+        eqs.add_cost("com", acc(CenterOfMass(mech)) - np.array([0.1, 0.0, 0.0]), 10.0)
+        if vector:
+            a = JointAccelerations(mech, joints)
+            eqs.add_cost("posture", a - TimeFunction(lambda t, i=a.v_index: target[i]), 0.1)
+        else:
+            for j in joints:
+                sl = mech.joint_v_slice(j)
+                eqs.add_cost(f"posture {j}", JointAcceleration(mech, j) - TimeFunction(lambda t, sl=sl: target[sl]), 0.1)
+        eqs.add_inequality("torque limit", ControlTorques(mech) <= 40.0)
+        mech.set_state(pin.neutral(mech.model), np.zeros(mech.nv))
+        solutions.append(solve(build_problem(mech, eqs, 0.0)))
+    assert solutions[0].method == solutions[1].method == "qp"
+    assert np.abs(solutions[0].x - solutions[1].x).max() <= 1e-12 * np.abs(solutions[0].x).max()
+    assert JointAccelerations(mech).size == mech.nv - 6  # default: every joint but the free flyer
 
 
 def test_the_flat_directions_are_the_eigendecompositions():
@@ -145,3 +156,17 @@ def test_the_flat_directions_are_the_eigendecompositions():
         assert np.abs(mine @ mine.T - F @ F.T).max() < 1e-10  # the same subspace
         if solver._no_flat_direction(H):
             assert F.shape[1] == 0
+
+
+def test_the_usual_statements_compile_without_their_trees(biped):
+    """Only the leaves the flattening cannot know (a quantity computing its own acceleration, an
+    unknown node, an orientation target given as a function) are left to their trees."""
+    from controlkit.expressions import compile_affine
+    mech = biped
+    eqs = _statements(mech)
+    mech.set_state(pin.neutral(mech.model), np.zeros(mech.nv))
+    ctx = Context(mech, 0.2, build_problem(mech, eqs, 0.2).layout)
+    exprs = {**{n: e.residual for n, e in eqs.equations.items()}, **{n: c.expr for n, c in eqs.costs.items()},
+             **{n: i.expr for n, i in eqs.inequalities.items()}}
+    generic = {n for n, e in exprs.items() if compile_affine(e, ctx, e.evaluate(ctx)).generic}
+    assert generic == {"turning", "own acceleration"}
