@@ -420,7 +420,7 @@ def _with_default(H, c, default):
     """Add the default cost (``default() -> (Hessian, linear term)``) only where the user cost H is flat.
 
     Its flat directions are the eigenvectors with eigenvalues at most ``RANK_TOL * max(1, w_max)``;
-    when a Cholesky factor proves there are none, the eigendecomposition (and the default) is skipped.
+    when H provably has none (:func:`_no_flat_direction`), the eigenvectors (and the default) are skipped.
     """
     n = len(H)
     F = None if not n or _no_flat_direction(H) else _flat_directions(H)
@@ -443,20 +443,24 @@ def _flat_directions(H) -> np.ndarray:
 
 
 def _no_flat_direction(H) -> bool:
-    """Whether the symmetric H provably has every eigenvalue above ``RANK_TOL * max(1, w_max)``.
+    """Whether the symmetric H has every eigenvalue above ``RANK_TOL * max(1, w_max)`` (False: maybe not).
 
-    With ``H = R^T R`` (Cholesky), ``w_min >= 1 / |R^-1|_F^2`` and ``w_max <= trace(H)``; a margin
-    of 2 covers rounding (far larger than the factor's backward error at this tolerance).
+    With ``H = R^T R`` (Cholesky), ``w_min >= 1 / |R^-1|_F^2`` and ``w_max <= trace(H)``: a proof at
+    the price of two triangular kernels (a margin of 2 covers rounding). When the bounds are too loose
+    (a cost Hessian conditioned near 1 / RANK_TOL, as the walking servo's with a swing foot), H's
+    eigenvalues alone decide, with a margin of 1e-6 for their rounding (computing no eigenvectors
+    costs a third of the decomposition). A failed Cholesky factor means H is numerically singular.
     """
     R, info = lapack.dpotrf(H, lower=0, clean=1)
     if info != 0:
         return False
     Ri, info = lapack.dtrtri(R, lower=0)
-    if info != 0:
-        return False
-    ri = Ri.ravel(order="K")
-    wmin_lb = 1.0 / float(ri.dot(ri))
-    return wmin_lb > 2.0 * RANK_TOL * max(1.0, float(np.trace(H)))
+    if info == 0:
+        ri = Ri.ravel(order="K")
+        if 1.0 / float(ri.dot(ri)) > 2.0 * RANK_TOL * max(1.0, float(np.trace(H))):
+            return True
+    w, _, info = lapack.dsyevd(H, compute_v=0)
+    return info == 0 and w[0] > (1.0 + 1e-6) * RANK_TOL * max(1.0, w[-1])
 
 
 def _independent_rows(E):
