@@ -449,14 +449,18 @@ def _compiled(stmt, expr_of, ctx: Context, name: str, what: str) -> Compiled:
     """A statement's expression compiled for the context's layout and mechanism (kept on the statement).
 
     The first evaluation at a layout goes through the expression tree, which checks that the
-    statement is affine in the unknowns (the same error as ever if not).
+    statement is affine in the unknowns (the same error as ever if not). A statement on the
+    accelerations alone does not depend on the torque and force columns, so it stays compiled
+    while constraints come and go (welds at every step of a walk).
     """
     c = stmt.__dict__.get("_compiled")
-    if c is not None and c[0] is ctx.layout and c[1] is ctx.mech:
+    L = ctx.layout
+    if c is not None and c[1] is ctx.mech and (c[0] is L or c[0] == ("accelerations", L.nv)):
         return c[2]
     expr = expr_of(stmt)
-    comp = compile_affine(expr, ctx, _lin(expr.evaluate(ctx), ctx.layout.nx, name, what))
-    stmt._compiled = (ctx.layout, ctx.mech, comp)
+    comp = compile_affine(expr, ctx, _lin(expr.evaluate(ctx), L.nx, name, what))
+    on_a_only = comp.w0 is None and not comp.writes_w
+    stmt._compiled = (("accelerations", L.nv) if on_a_only else L, ctx.mech, comp)
     return comp
 
 
@@ -513,6 +517,7 @@ class _KindPlan:
             if A is not None and not written:
                 A.setflags(write=False)  # shared by every problem built from this plan
         self._group_values(sizes)
+        self.none = Rows.empty(nv, nx)  # (when there are no rows: one object for every problem)
 
     def _group_values(self, sizes) -> None:
         """Order the value functions (the mechanism's first, then time's) and build their map S."""
@@ -549,7 +554,7 @@ class _KindPlan:
     def rows(self, ctx: Context) -> Rows:
         """The stacked rows at the context's state and time."""
         if not self.m:
-            return Rows.empty(self.nv, self.nx)
+            return self.none
         Aa = self.a0.copy() if self.writes_a else self.a0
         Aw = self.w0.copy() if self.writes_w else self.w0
         fill_jacobians(self.jac, ctx.mech, Aa)
@@ -632,7 +637,8 @@ def _constraint_rows(mech, eqs: EquationSet, layout: Layout | None):
         return (), np.zeros((0, mech.nv)), None, np.zeros(0), [], layout
     plan = _constraint_plan(mech, mech.constraints)
     cons = plan.cons
-    labels = list(plan.labels) if plan.labels is not None else [lab for c in cons for lab in c.row_labels()]
+    # (the plan's labels are shared by the problems, which only read them)
+    labels = plan.labels if plan.labels is not None else [lab for c in cons for lab in c.row_labels()]
     v = mech._v
     # one buffer per kind of term, filled constraint by constraint (terms() gives all three
     # at once; numpy's vstack/concatenate of many small arrays cost more than the kernels)
@@ -641,7 +647,11 @@ def _constraint_rows(mech, eqs: EquationSet, layout: Layout | None):
     for c, sl in zip(cons, plan.slices):
         phi[sl], Jc[sl], drift[sl] = c.terms()
     Jf = None if plan.ideal else np.vstack([c.force_jacobian() for c in cons])
-    rhs = -drift - eqs.kv * Jc.dot(v) - eqs.kp * phi
+    rhs = Jc.dot(v)  # -drift - kv J v - kp phi, with as few temporaries
+    rhs *= -eqs.kv
+    rhs -= drift
+    if eqs.kp:
+        rhs -= eqs.kp * phi
     R = None
     if eqs.critical_forms:
         if plan.second_order is None:
@@ -654,7 +664,7 @@ def _constraint_rows(mech, eqs: EquationSet, layout: Layout | None):
     Jc = np.vstack([Jc, R])
     Jf = None if Jf is None else np.vstack([Jf, R])
     rhs = np.concatenate([rhs, -eqs.kv * (R @ v)])
-    labels += [f"critical form[{i}]" for i in range(len(R))]
+    labels = labels + [f"critical form[{i}]" for i in range(len(R))]
     if layout is None:
         # one layout per number of locked directions, so the caches keyed by it stay valid
         layout = plan.memo.get(("layout", len(R)))
@@ -663,27 +673,40 @@ def _constraint_rows(mech, eqs: EquationSet, layout: Layout | None):
     return cons, Jc, Jf, rhs, labels, layout
 
 
-def _force_inequalities(cons, layout: Layout) -> Rows:
-    """Rows ``C lam <= d`` of the constraints that bound their own forces (contacts under control)."""
+def _inequality_rows(cons, plan: _KindPlan, ctx: Context) -> Rows:
+    """The inequalities: rows ``C lam <= d`` of the constraints that bound their own forces (contacts
+    under control), then the statements' rows, in one allocation."""
+    layout = ctx.layout
     nv, nx = layout.nv, layout.nx
     parts = []
     for c in cons:
         rows = c.force_inequalities()
         if rows is not None:
             parts.append((c.name, layout.lam[c.name], *rows))
+    statements = plan.rows(ctx)
     if not parts:
-        return Rows.empty(nv, nx)
-    m = sum(len(d) for *_, d in parts)
-    Aw = np.zeros((m, nx - nv))
+        return statements
+    r = sum(len(d) for *_, d in parts)
+    m = r + len(statements)
+    Aw = np.empty((m, nx - nv))
+    Aw[:r] = 0.0
     b = np.empty(m)
     spans, k = [], 0
     for name, sl, C, d in parts:
-        r = len(d)
-        Aw[k:k + r, sl.start - nv:sl.stop - nv] = C
-        b[k:k + r] = d
-        spans.append((f"{name} (unilateral)", "inequality", k, k + r))
-        k += r
-    return Rows(None, Aw, b, spans, nv, nx)
+        n = len(d)
+        Aw[k:k + n, sl.start - nv:sl.stop - nv] = C
+        b[k:k + n] = d
+        spans.append((f"{name} (unilateral)", "inequality", k, k + n))
+        k += n
+    if not statements.spans:
+        return Rows(None, Aw, b, spans, nv, nx)
+    Aw[r:] = 0.0 if statements.Aw is None else statements.Aw
+    b[r:] = statements.b
+    Aa = None
+    if statements.Aa is not None:
+        Aa = np.zeros((m, nv))
+        Aa[r:] = statements.Aa
+    return Rows(Aa, Aw, b, spans + [(n, kind, i + r, j + r) for n, kind, i, j in statements.spans], nv, nx)
 
 
 def build_problem(mech, eqs: EquationSet, t: float, f_ext: np.ndarray | None = None,
@@ -706,8 +729,7 @@ def build_problem(mech, eqs: EquationSet, t: float, f_ext: np.ndarray | None = N
     if len(Jc):
         eq_rows = Rows.stack(Rows(Jc, None, rhs, [("constraints", "constraint", 0, len(rhs))], nv, nx,
                                   labels={"constraints": labels}), eq_rows)
-    ineq_rows = Rows.stack(_force_inequalities(cons, layout), plan.inequalities.rows(ctx)) if cons else \
-        plan.inequalities.rows(ctx)
+    ineq_rows = _inequality_rows(cons, plan.inequalities, ctx)
     return Problem(t, layout, M, bias, mech.S, Jc, eq_rows, plan.fixed_values(ctx) if plan.fixed else [],
                    plan.costs.rows(ctx), ineq_rows,
                    default_cost=eqs.underdetermined == "default", mass_solve=mech.mass_solve,
