@@ -13,6 +13,14 @@ An :class:`EquationSet` holds what control programs add by name:
 acceleration equations ``J a + Jdot v = -(kv J v + kp phi)``, at the
 mechanism's current state. The result is a plain :class:`Problem` that prints
 and can be inspected; :mod:`controlkit.solver` solves it.
+
+Assembly runs at every derivative evaluation, so it does not walk the statements'
+expression trees each time: a statement is compiled once per column layout
+(:func:`controlkit.expressions.compile_affine`, checked against its tree), and the
+statements of each kind are stacked once per statement version (``EquationSet.version``)
+into a plan whose constant rows (selections of unknowns, constants, weights) are built
+once; an evaluation adds the Jacobians and values of the state into fresh arrays, so
+every :class:`Problem` owns its rows.
 """
 from __future__ import annotations
 
@@ -21,7 +29,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import EquationError, UnknownNameError
-from .expressions import Const, Context, Expr, Lin, as_expr
+from .expressions import (Compiled, Const, Context, Expr, Level, Lin, Scaled, Sum, as_expr, as_vector, compile_affine,
+                          fill_generic, fill_jacobians, fill_values, value_map)
 from .constraints import Constraint, static_labels
 from .singular import locked_directions
 
@@ -160,13 +169,77 @@ class Block:
         return f"Block({self.name!r}, {self.kind!r}, {len(self.b)} rows)"
 
 
+class Rows:
+    """The rows of several statements of one kind, stacked: ``Aa a + Aw w`` (=, <= or cost target) ``b``.
+
+    ``Aa`` (m, nv) and ``Aw`` (m, nw) are None where zero; ``weight`` (m,) for costs, else None;
+    ``spans``: (name, kind, first row, end row) per statement; ``labels``: row labels by statement
+    name where there are any (the constraints'). :meth:`blocks` gives one :class:`Block` per statement.
+    Arrays may be shared between problems (constant rows): treat them as read-only.
+    """
+
+    __slots__ = ("Aa", "Aw", "b", "spans", "nv", "nx", "weight", "labels", "_blocks")
+
+    def __init__(self, Aa, Aw, b: np.ndarray, spans: list, nv: int, nx: int, weight=None, labels=None):
+        self.Aa, self.Aw, self.b, self.spans = Aa, Aw, b, spans
+        self.nv, self.nx, self.weight, self.labels = nv, nx, weight, labels
+        self._blocks = None
+
+    @classmethod
+    def empty(cls, nv: int, nx: int) -> "Rows":
+        return cls(None, None, np.zeros(0), [], nv, nx)
+
+    def __len__(self) -> int:
+        return len(self.b)
+
+    def owners(self) -> list[str]:
+        """The name of the statement each row comes from."""
+        return [name for name, _, i, j in self.spans for _ in range(j - i)]
+
+    def blocks(self) -> list[Block]:
+        """One block per statement (views of the stacked rows), for printing and inspection."""
+        if self._blocks is None:
+            lab, w = self.labels or {}, self.weight
+            self._blocks = [Block(name, kind, None, self.b[i:j], list(lab.get(name, [])),
+                                  None if w is None else w[i:j],
+                                  Aa=None if self.Aa is None else self.Aa[i:j],
+                                  Aw=None if self.Aw is None else self.Aw[i:j], nv=self.nv, nx=self.nx)
+                            for name, kind, i, j in self.spans]
+        return self._blocks
+
+    @staticmethod
+    def stack(first: "Rows", second: "Rows") -> "Rows":
+        """``first``'s rows above ``second``'s (equalities or inequalities: unweighted)."""
+        if not len(second.spans):
+            return first
+        if not len(first.spans):
+            return second
+        k, m = len(first), len(second)
+        out = []
+        for x, y, width in ((first.Aa, second.Aa, first.nv), (first.Aw, second.Aw, first.nx - first.nv)):
+            if x is None and y is None:
+                out.append(None)
+                continue
+            A = np.empty((k + m, width))
+            A[:k] = 0.0 if x is None else x
+            A[k:] = 0.0 if y is None else y
+            out.append(A)
+        spans = first.spans + [(n, kind, i + k, j + k) for n, kind, i, j in second.spans]
+        w = None if first.weight is None else np.concatenate([first.weight, second.weight])
+        labels = {**(first.labels or {}), **(second.labels or {})} or None
+        return Rows(out[0], out[1], np.concatenate([first.b, second.b]), spans, first.nv, first.nx, w, labels)
+
+
 @dataclass
 class Problem:
     """Everything one solve needs, at one state; printable.
 
     Motion equations: ``M a + bias = S^T tau + G^T lam`` with bias = h - f_ext (N, N m) and
     G = ``Jf`` (the force Jacobian) when given, else ``Jc``.
-    ``fixed``: blocks whose rows select single unknown columns (direct assignments of unknowns).
+    ``eq_rows``, ``cost_rows``, ``ineq_rows``: the equalities (constraints first), costs and
+    inequalities, each kind stacked (:class:`Rows`); ``equalities``, ``costs`` and
+    ``inequalities`` list them as one :class:`Block` per statement.
+    ``fixed``: (name, columns, values) of the direct assignments of unknowns.
     """
 
     time: float
@@ -175,25 +248,37 @@ class Problem:
     bias: np.ndarray
     S: np.ndarray
     Jc: np.ndarray
-    equalities: list[Block]
+    eq_rows: Rows
     fixed: list[tuple[str, np.ndarray, np.ndarray]]
-    costs: list[Block]
-    inequalities: list[Block]
+    cost_rows: Rows
+    ineq_rows: Rows
     default_cost: bool = True
     mass_solve: object = None  # b -> M^-1 b (the mechanism's factor); None: factor M here
     Jf: np.ndarray | None = None  # force Jacobian when it differs from Jc (sliding friction)
     lam_labels: list[str] = field(default_factory=list)
     mass_factor: object = None  # () -> (U, D) with M = U diag(D) U^T (Pinocchio's tree factor), or None
 
+    @property
+    def equalities(self) -> list[Block]:
+        return self.eq_rows.blocks()
+
+    @property
+    def costs(self) -> list[Block]:
+        return self.cost_rows.blocks()
+
+    @property
+    def inequalities(self) -> list[Block]:
+        return self.ineq_rows.blocks()
+
     def sizes(self) -> dict[str, int]:
         """Row counts per kind of statement."""
         return {
             "unknowns": self.layout.nx,
             "motion": self.layout.nv,
-            "equalities": sum(len(b.b) for b in self.equalities),
+            "equalities": len(self.eq_rows),
             "assigned": sum(len(c) for _, c, _ in self.fixed),
-            "costs": sum(len(b.b) for b in self.costs),
-            "inequalities": sum(len(b.b) for b in self.inequalities),
+            "costs": len(self.cost_rows),
+            "inequalities": len(self.ineq_rows),
         }
 
     def __str__(self) -> str:
@@ -201,10 +286,10 @@ class Problem:
         lines = [f"problem at t = {self.time:.9g} s: {s['unknowns']} unknowns "
                  f"(a {self.layout.nv}, tau {self.layout.ntau}, lam {self.layout.nlam})",
                  f"  motion equations: {s['motion']} rows"]
-        for title, blocks in (("equalities", self.equalities), ("costs", self.costs),
-                              ("inequalities", self.inequalities)):
-            lines.append(f"  {title}: {sum(len(b.b) for b in blocks)} rows")
-            lines += [f"    {b.name} ({b.kind}, {len(b.b)} rows)" for b in blocks]
+        for title, rows in (("equalities", self.eq_rows), ("costs", self.cost_rows),
+                            ("inequalities", self.ineq_rows)):
+            lines.append(f"  {title}: {len(rows)} rows")
+            lines += [f"    {name} ({kind}, {j - i} rows)" for name, kind, i, j in rows.spans]
         lines.append(f"  assigned unknowns: {s['assigned']}")
         lines += [f"    {name} ({len(cols)} columns)" for name, cols, _ in self.fixed]
         return "\n".join(lines)
@@ -359,6 +444,271 @@ def _assigned_columns(eqs: EquationSet, layout: Layout) -> dict[str, np.ndarray]
     return c[2]
 
 
+# ------------------------------------------------------- compiled statements
+def _compiled(stmt, expr_of, ctx: Context, name: str, what: str) -> Compiled:
+    """A statement's expression compiled for the context's layout and mechanism (kept on the statement).
+
+    The first evaluation at a layout goes through the expression tree, which checks that the
+    statement is affine in the unknowns (the same error as ever if not). A statement on the
+    accelerations alone does not depend on the torque and force columns, so it stays compiled
+    while constraints come and go (welds at every step of a walk).
+    """
+    c = stmt.__dict__.get("_compiled")
+    L = ctx.layout
+    if c is not None and c[1] is ctx.mech and (c[0] is L or c[0] == ("accelerations", L.nv)):
+        return c[2]
+    expr = expr_of(stmt)
+    comp = compile_affine(expr, ctx, _lin(expr.evaluate(ctx), L.nx, name, what))
+    on_a_only = comp.w0 is None and not comp.writes_w
+    stmt._compiled = (("accelerations", L.nv) if on_a_only else L, ctx.mech, comp)
+    return comp
+
+
+def _assignment_rows(asg: Assignment) -> Expr:
+    """``acc(quantity) - value``: an assignment of a quantity that is not an unknown, as rows ``A x = value - Jdot v``."""
+    e = asg.__dict__.get("_rows")
+    if e is None:
+        e = asg._rows = Sum(Level(asg.quantity, 2), Scaled(-1.0, asg.value))
+    return e
+
+
+class _KindPlan:
+    """The statements of one kind (equalities, costs or inequalities), compiled and stacked.
+
+    Rows ``Aa a + Aw w = b``: the constant parts are stacked once (``a0``, ``w0``, ``b0``, the
+    costs' ``weight``). :meth:`rows` copies them and adds the per-state terms: each Jacobian into
+    its rows, and every value (drifts, functions of time, positions, velocities) at once as
+    ``S @ concatenate(values)`` (``S`` from the coefficients), so a statement costs a few
+    Python calls rather than a few numpy operations per term. Blocks nobody writes per
+    state are shared by every problem built from the plan (read-only).
+    """
+
+    def __init__(self, items: list[tuple[str, str, Compiled, np.ndarray | None]], nv: int, nx: int):
+        nw = nx - nv
+        self.nv, self.nx = nv, nx
+        self.m = m = sum(c.m for _, _, c, _ in items)
+        self.spans, self.jac, self.vals, self.generic, sizes = [], [], [], [], []
+        self.writes_a = any(c.writes_a for _, _, c, _ in items)
+        self.writes_w = any(c.writes_w for _, _, c, _ in items)
+        has_a = self.writes_a or any(c.a0 is not None for _, _, c, _ in items)
+        has_w = self.writes_w or any(c.w0 is not None for _, _, c, _ in items)
+        self.a0 = np.zeros((m, nv)) if has_a else None
+        self.w0 = np.zeros((m, nw)) if has_w else None
+        self.b0 = np.zeros(m)
+        weights = []
+        k = 0
+        for name, kind, c, w in items:
+            sl = slice(k, k + c.m)
+            self.spans.append((name, kind, k, k + c.m))
+            if c.a0 is not None:
+                self.a0[sl] = c.a0
+            if c.w0 is not None:
+                self.w0[sl] = c.w0
+            self.b0[sl] = c.b0
+            jac, vals, generic = c.shifted(k)
+            self.jac += jac
+            self.vals += vals
+            self.generic += generic
+            sizes += c.sizes
+            weights.append(w)
+            k += c.m
+        self.weight = np.concatenate(weights) if weights and weights[0] is not None else None
+        for A, written in ((self.a0, self.writes_a), (self.w0, self.writes_w)):
+            if A is not None and not written:
+                A.setflags(write=False)  # shared by every problem built from this plan
+        self._group_values(sizes)
+        self.none = Rows.empty(nv, nx)  # (when there are no rows: one object for every problem)
+
+    def _group_values(self, sizes) -> None:
+        """Order the value functions (the mechanism's first, then time's) and build their map S."""
+        self.S = None
+        if not self.vals or len(sizes) != len(self.vals):
+            return
+        order = sorted(range(len(self.vals)), key=lambda i: self.vals[i][3])  # stable: state, then time
+        vals = [self.vals[i] for i in order]
+        sizes = [sizes[i] for i in order]
+        S = value_map(vals, [s for s, _ in sizes], self.m)
+        if S is None:
+            return
+        fns = [fn if vector else (lambda x, fn=fn: as_vector(fn(x))) for (_, _, fn, _), (_, vector) in zip(vals, sizes)]
+        n_state = sum(1 for v in vals if not v[3])
+        self.S, self.n_values = S, S.shape[1]
+        self.state_fns, self.time_fns = fns[:n_state], fns[n_state:]
+
+    def _values(self, ctx: Context, b: np.ndarray) -> np.ndarray:
+        """b plus every value term (by the map S; one by one if a value's size has changed)."""
+        if self.S is not None:
+            vs = [f(ctx.mech) for f in self.state_fns]
+            t = ctx.t
+            vs += [f(t) for f in self.time_fns]
+            try:
+                flat = np.concatenate(vs)
+            except ValueError:
+                flat = None
+            if flat is not None and len(flat) == self.n_values:
+                return b + self.S.dot(flat)
+        b = b.copy()
+        fill_values(self.vals, ctx, b)
+        return b
+
+    def rows(self, ctx: Context) -> Rows:
+        """The stacked rows at the context's state and time."""
+        if not self.m:
+            return self.none
+        Aa = self.a0.copy() if self.writes_a else self.a0
+        Aw = self.w0.copy() if self.writes_w else self.w0
+        fill_jacobians(self.jac, ctx.mech, Aa)
+        b = self._values(ctx, self.b0) if self.vals else self.b0.copy()
+        fill_generic(self.generic, ctx, Aa, Aw, b)
+        np.negative(b, out=b)  # A x + b (affine) -> rows A x = -b
+        return Rows(Aa, Aw, b, self.spans, self.nv, self.nx, self.weight)
+
+
+def _weights(weight, m: int) -> np.ndarray:
+    """A cost's weight per row (m,)."""
+    if np.ndim(weight) == 0:
+        return np.full(m, float(weight))
+    return np.broadcast_to(np.asarray(weight, dtype=float), (m,)).copy()
+
+
+class _SetPlan:
+    """An equation set compiled for one layout and mechanism (valid for one statement version)."""
+
+    def __init__(self, eqs: EquationSet, ctx: Context):
+        L = ctx.layout
+        nv, nx = L.nv, L.nx
+        unknown_cols = _assigned_columns(eqs, L) if eqs.assignments else {}
+        eq_items = [(name, "control", _compiled(eq, lambda s: s.residual, ctx, name, "control equation"), None)
+                    for name, eq in eqs.equations.items()]
+        self.fixed = []
+        for name, asg in eqs.assignments.items():
+            cols = unknown_cols.get(name)
+            if cols is None:
+                eq_items.append((name, "assignment", _compiled(asg, _assignment_rows, ctx, name, "assignment"), None))
+            else:
+                self.fixed.append((name, cols, asg))
+        self.equalities = _KindPlan(eq_items, nv, nx)
+        cost_items = []
+        for name, c in eqs.costs.items():
+            comp = _compiled(c, lambda s: s.expr, ctx, name, "cost")
+            cost_items.append((name, "cost", comp, _weights(c.weight, comp.m)))
+        self.costs = _KindPlan(cost_items, nv, nx)
+        self.inequalities = _KindPlan(
+            [(name, "inequality", _compiled(ineq, lambda s: s.expr, ctx, name, "inequality"), None)
+             for name, ineq in eqs.inequalities.items()], nv, nx)
+
+    def fixed_values(self, ctx: Context) -> list[tuple[str, np.ndarray, np.ndarray]]:
+        """(name, columns, values) of the assignments of unknowns at the context's time and state."""
+        out = []
+        for name, cols, asg in self.fixed:
+            value = asg.value
+            # a constant is already a float vector (Const.value); anything else is normalized
+            val = value.value if type(value) is Const else np.atleast_1d(np.asarray(value.evaluate(ctx), dtype=float))
+            if val.size == 1 and len(cols) > 1:
+                val = np.full(len(cols), val[0])
+            if val.shape != (len(cols),):
+                raise EquationError(f"assignment {name!r}: {asg.quantity.name} has {len(cols)} components, value has {val.size}")
+            out.append((name, cols, val))
+        return out
+
+
+def _set_plan(eqs: EquationSet, ctx: Context) -> _SetPlan:
+    """The equation set's compiled plan for this layout and mechanism (cached per statement version)."""
+    c = eqs.__dict__.get("_plan")
+    if c is not None and c[0] == eqs.version and c[1] is ctx.layout and c[2] is ctx.mech:
+        return c[3]
+    plan = _SetPlan(eqs, ctx)
+    eqs._plan = (eqs.version, ctx.layout, ctx.mech, plan)
+    return plan
+
+
+# --------------------------------------------------------------- constraints
+def _constraint_rows(mech, eqs: EquationSet, layout: Layout | None):
+    """The active constraints' acceleration rows at the state.
+
+    Returns (constraints, Jc (k, nv), Jf or None, rhs (k,), row labels, layout).
+    """
+    if not mech.constraints:
+        if layout is None:
+            # one layout object while nothing is constrained: caches keyed by it stay valid
+            layout = mech.__dict__.get("_free_layout")
+            if layout is None or (layout.nv, layout.ntau) != (mech.nv, mech.ntau):
+                layout = mech._free_layout = Layout.for_mechanism(mech)
+        return (), np.zeros((0, mech.nv)), None, np.zeros(0), [], layout
+    plan = _constraint_plan(mech, mech.constraints)
+    cons = plan.cons
+    # (the plan's labels are shared by the problems, which only read them)
+    labels = plan.labels if plan.labels is not None else [lab for c in cons for lab in c.row_labels()]
+    v = mech._v
+    # one buffer per kind of term, filled constraint by constraint (terms() gives all three
+    # at once; numpy's vstack/concatenate of many small arrays cost more than the kernels)
+    k = plan.rows
+    Jc, phi, drift = np.empty((k, mech.nv)), np.empty(k), np.empty(k)
+    for c, sl in zip(cons, plan.slices):
+        phi[sl], Jc[sl], drift[sl] = c.terms()
+    Jf = None if plan.ideal else np.vstack([c.force_jacobian() for c in cons])
+    rhs = Jc.dot(v)  # -drift - kv J v - kp phi, with as few temporaries
+    rhs *= -eqs.kv
+    rhs -= drift
+    if eqs.kp:
+        rhs -= eqs.kp * phi
+    R = None
+    if eqs.critical_forms:
+        if plan.second_order is None:
+            R = locked_directions(mech, cons, Jc, plan.memo)
+        elif len(plan.second_order[1]):
+            R = locked_directions(mech, plan.second_order[0], Jc[plan.second_order[1]], plan.memo)
+    if R is None:
+        return cons, Jc, Jf, rhs, labels, layout or plan.layout
+    # motions ruled out at second order: held like a constraint, with their own reactions
+    Jc = np.vstack([Jc, R])
+    Jf = None if Jf is None else np.vstack([Jf, R])
+    rhs = np.concatenate([rhs, -eqs.kv * (R @ v)])
+    labels = labels + [f"critical form[{i}]" for i in range(len(R))]
+    if layout is None:
+        # one layout per number of locked directions, so the caches keyed by it stay valid
+        layout = plan.memo.get(("layout", len(R)))
+        if layout is None:
+            layout = plan.memo[("layout", len(R))] = Layout.for_mechanism(mech, {"critical form": len(R)})
+    return cons, Jc, Jf, rhs, labels, layout
+
+
+def _inequality_rows(cons, plan: _KindPlan, ctx: Context) -> Rows:
+    """The inequalities: rows ``C lam <= d`` of the constraints that bound their own forces (contacts
+    under control), then the statements' rows, in one allocation."""
+    layout = ctx.layout
+    nv, nx = layout.nv, layout.nx
+    parts = []
+    for c in cons:
+        rows = c.force_inequalities()
+        if rows is not None:
+            parts.append((c.name, layout.lam[c.name], *rows))
+    statements = plan.rows(ctx)
+    if not parts:
+        return statements
+    r = sum(len(d) for *_, d in parts)
+    m = r + len(statements)
+    Aw = np.empty((m, nx - nv))
+    Aw[:r] = 0.0
+    b = np.empty(m)
+    spans, k = [], 0
+    for name, sl, C, d in parts:
+        n = len(d)
+        Aw[k:k + n, sl.start - nv:sl.stop - nv] = C
+        b[k:k + n] = d
+        spans.append((f"{name} (unilateral)", "inequality", k, k + n))
+        k += n
+    if not statements.spans:
+        return Rows(None, Aw, b, spans, nv, nx)
+    Aw[r:] = 0.0 if statements.Aw is None else statements.Aw
+    b[r:] = statements.b
+    Aa = None
+    if statements.Aa is not None:
+        Aa = np.zeros((m, nv))
+        Aa[r:] = statements.Aa
+    return Rows(Aa, Aw, b, spans + [(n, kind, i + r, j + r) for n, kind, i, j in statements.spans], nv, nx)
+
+
 def build_problem(mech, eqs: EquationSet, t: float, f_ext: np.ndarray | None = None,
                   layout: Layout | None = None) -> Problem:
     """Assemble the equation set at the mechanism's current state.
@@ -371,89 +721,17 @@ def build_problem(mech, eqs: EquationSet, t: float, f_ext: np.ndarray | None = N
     """
     M, h = mech.dynamics()
     bias = h if f_ext is None else h - f_ext
-    equalities: list[Block] = []
-    if mech.constraints:
-        plan = _constraint_plan(mech, mech.constraints)
-        cons = plan.cons
-        labels = list(plan.labels) if plan.labels is not None else [lab for c in cons for lab in c.row_labels()]
-        v = mech._v
-        # one buffer per kind of term, filled constraint by constraint (terms() gives all three
-        # at once; numpy's vstack/concatenate of many small arrays cost more than the kernels)
-        k = plan.rows
-        Jc, phi, drift = np.empty((k, mech.nv)), np.empty(k), np.empty(k)
-        for c, sl in zip(cons, plan.slices):
-            phi[sl], Jc[sl], drift[sl] = c.terms()
-        Jf = None if plan.ideal else np.vstack([c.force_jacobian() for c in cons])
-        rhs = -drift - eqs.kv * Jc.dot(v) - eqs.kp * phi
-        R = None
-        if eqs.critical_forms:
-            if plan.second_order is None:
-                R = locked_directions(mech, cons, Jc, plan.memo)
-            elif len(plan.second_order[1]):
-                R = locked_directions(mech, plan.second_order[0], Jc[plan.second_order[1]], plan.memo)
-        if R is not None:
-            # motions ruled out at second order: held like a constraint, with their own reactions
-            Jc = np.vstack([Jc, R])
-            Jf = None if Jf is None else np.vstack([Jf, R])
-            rhs = np.concatenate([rhs, -eqs.kv * (R @ v)])
-            labels += [f"critical form[{i}]" for i in range(len(R))]
-            layout = layout or Layout.for_mechanism(mech, {"critical form": len(R)})
-        else:
-            layout = layout or plan.layout
-        equalities.append(Block("constraints", "constraint", None, rhs, list(labels),
-                                Aa=Jc, nv=layout.nv, nx=layout.nx))
-    else:
-        cons = ()
-        Jc, Jf, labels = np.zeros((0, mech.nv)), None, []
-        if layout is None:
-            # one layout object while nothing is constrained: caches keyed by it stay valid
-            layout = mech.__dict__.get("_free_layout")
-            if layout is None or (layout.nv, layout.ntau) != (mech.nv, mech.ntau):
-                layout = mech._free_layout = Layout.for_mechanism(mech)
+    cons, Jc, Jf, rhs, labels, layout = _constraint_rows(mech, eqs, layout)
     nv, nx = layout.nv, layout.nx
     ctx = Context(mech, t, layout)
-    for name, eq in eqs.equations.items():
-        L = _lin(eq.residual.evaluate(ctx), nx, name, "control equation")
-        equalities.append(Block.of(name, "control", L, -L.b, nv, nx))
-    fixed: list[tuple[str, np.ndarray, np.ndarray]] = []
-    unknown_cols = _assigned_columns(eqs, layout) if eqs.assignments else {}
-    for name, asg in eqs.assignments.items():
-        value = asg.value
-        # a constant is already a float vector (Const.value); anything else is normalized
-        val = value.value if type(value) is Const else np.atleast_1d(np.asarray(value.evaluate(ctx), dtype=float))
-        q = asg.quantity
-        cols = unknown_cols.get(name)
-        if cols is not None:
-            if val.size == 1 and len(cols) > 1:
-                val = np.full(len(cols), val[0])
-            if val.shape != (len(cols),):
-                raise EquationError(f"assignment {name!r}: {q.name} has {len(cols)} components, value has {val.size}")
-            fixed.append((name, cols, val))
-        else:
-            L = q.acceleration(ctx)
-            if val.size == 1 and len(L.b) > 1:
-                val = np.full(len(L.b), val[0])
-            equalities.append(Block.of(name, "assignment", L, val - L.b, nv, nx))
-    costs = []
-    for name, c in eqs.costs.items():
-        L = _lin(c.expr.evaluate(ctx), nx, name, "cost")
-        w = (np.full(L.b.shape, float(c.weight)) if np.ndim(c.weight) == 0
-             else np.broadcast_to(np.asarray(c.weight, dtype=float), L.b.shape).copy())
-        costs.append(Block.of(name, "cost", L, -L.b, nv, nx, weight=w))
-    ineqs = []
-    for c in cons:
-        rows = c.force_inequalities()
-        if rows is not None:
-            C, d = rows
-            Aw = np.zeros((len(d), nx - nv))
-            sl = layout.lam[c.name]
-            Aw[:, sl.start - nv:sl.stop - nv] = C
-            ineqs.append(Block(f"{c.name} (unilateral)", "inequality", None, np.asarray(d, dtype=float),
-                               Aw=Aw, nv=nv, nx=nx))
-    for name, ineq in eqs.inequalities.items():
-        L = _lin(ineq.expr.evaluate(ctx), nx, name, "inequality")
-        ineqs.append(Block.of(name, "inequality", L, -L.b, nv, nx))
-    return Problem(t, layout, M, bias, mech.S, Jc, equalities, fixed, costs, ineqs,
+    plan = _set_plan(eqs, ctx)
+    eq_rows = plan.equalities.rows(ctx)
+    if len(Jc):
+        eq_rows = Rows.stack(Rows(Jc, None, rhs, [("constraints", "constraint", 0, len(rhs))], nv, nx,
+                                  labels={"constraints": labels}), eq_rows)
+    ineq_rows = _inequality_rows(cons, plan.inequalities, ctx)
+    return Problem(t, layout, M, bias, mech.S, Jc, eq_rows, plan.fixed_values(ctx) if plan.fixed else [],
+                   plan.costs.rows(ctx), ineq_rows,
                    default_cost=eqs.underdetermined == "default", mass_solve=mech.mass_solve,
                    mass_factor=getattr(mech, "mass_factor", None),
                    Jf=Jf, lam_labels=labels)

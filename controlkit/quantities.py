@@ -6,9 +6,9 @@ mechanism's current state it gives its ``position`` (value), ``velocity``, its
 ``J a + Jdot v``, affine in the step's unknowns. The same quantity can then be
 placed in a control equation, a direct assignment, a cost or an inequality.
 
-Unknown-valued quantities (:class:`ControlTorque`, :class:`ConstraintForce`,
-:class:`JointAcceleration`) select columns of the unknown vector directly and
-read their value from the last solve.
+Unknown-valued quantities (:class:`ControlTorque`, :class:`ControlTorques`,
+:class:`ConstraintForce`, :class:`JointAcceleration`, :class:`JointAccelerations`) select
+columns of the unknown vector directly and read their value from the last solve.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import numpy as np
 import pinocchio as pin
 
 from .errors import ControlkitError, ModelError
-from .expressions import Expr, Lin, acc, pos, vel
+from .expressions import JACOBIAN, LIN, Expr, Lin, acc, pos, vel
 from .vec3 import cross
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
@@ -48,6 +48,11 @@ class Quantity:
         if J.shape != (self.size, L.nv):  # e.g. a size-1 quantity's Jacobian given as (nv,)
             J = np.broadcast_to(J, (self.size, L.nv))
         return Lin(b=self.drift(ctx.mech).copy(), a=J, nv=L.nv, nw=L.nx - L.nv)
+
+    def acceleration_form(self, ctx) -> tuple | None:
+        """How ``acc(self)`` compiles (:func:`controlkit.expressions.compile_affine`): from
+        ``jacobian`` and ``drift``, unless a subclass computes its acceleration otherwise (None)."""
+        return (JACOBIAN, self) if type(self).acceleration is Quantity.acceleration else None
 
     # sugar: q.pos, q.vel, q.acc
     @property
@@ -244,6 +249,14 @@ class _Unknown(Quantity, Expr):
     def describe(self) -> str:
         return self.name
 
+    def acceleration_form(self, ctx) -> tuple | None:
+        """A block of the unknowns compiles to a constant selection (it depends on the layout only)."""
+        return (LIN, self.acceleration(ctx)) if type(self).acceleration is _Unknown.acceleration else None
+
+    def _leaf(self, ctx):
+        leaf = self.acceleration_form(ctx) if type(self).evaluate is _Unknown.evaluate else None
+        return super()._leaf(ctx) if leaf is None else leaf
+
     def _cols(self, layout) -> np.ndarray:
         raise NotImplementedError
 
@@ -314,6 +327,46 @@ class JointAcceleration(_Unknown):
 
     def position(self, mech):
         return mech.solution.a[self.vs].copy()
+
+
+class JointAccelerations(_Unknown):
+    """Accelerations (rad/s^2 or m/s^2) of several joints' degrees of freedom, stacked (size,).
+
+    One quantity for what would be one :class:`JointAcceleration` per joint: a posture cost on
+    sixteen joints written as ``JointAccelerations(mech, joints) - TimeFunction(f)`` (f giving the
+    (size,) target accelerations) is one block of rows and one function call per evaluation,
+    instead of sixteen of each; its rows are those of the per-joint costs stacked in ``joints``'
+    order, so the solution is the same.
+
+    Args:
+        mech: the mechanism.
+        joints: joint names (default: every joint but free-flyers, in the model's order).
+
+    ``v_index`` (size,): the positions of these degrees of freedom in v (and a), to pick a target
+    out of a whole-body vector: ``a_des[q.v_index]``.
+    """
+
+    unit = "rad/s^2"
+
+    def __init__(self, mech, joints=None):
+        model = mech.model
+        if joints is None:
+            joints = [n for n in list(model.names)[1:]
+                      if model.joints[model.getJointId(n)].shortname() != "JointModelFreeFlyer"]
+        self.joints = list(joints)
+        if not self.joints:
+            raise ControlkitError("JointAccelerations needs at least one joint")
+        slices = [mech.joint_v_slice(j) for j in self.joints]
+        self.v_index = np.concatenate([np.arange(s.start, s.stop) for s in slices])
+        self.v_index.setflags(write=False)
+        self.size = len(self.v_index)
+        self.name = "a(" + ", ".join(self.joints) + ")"
+
+    def _cols(self, layout):
+        return layout.a.start + self.v_index
+
+    def position(self, mech):
+        return mech.solution.a[self.v_index]
 
 
 class ControlTorques(_Unknown):

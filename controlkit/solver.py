@@ -55,17 +55,18 @@ def _reduce(p: Problem):
     nv, nx = L.nv, L.nx
     nw = nx - nv
     G = p.Jc if p.Jf is None else p.Jf
-    if not nw:
-        B = np.zeros((nv, 0))
-    else:
-        B = np.hstack([p.S.T, G.T]) if len(G) else p.S.T
     msolve = p.mass_solve or _dense_mass_solve(p.M)
     wF = np.zeros(nw)
     free = np.ones(nw, dtype=bool)
+    nt = L.ntau
     if not p.fixed:  # nothing assigned (inverse dynamics): skip the selections
-        p0 = msolve(-p.bias)
-        P = msolve(B) if nw else np.zeros((nv, 0))
-        return P, p0, free, wF
+        # one solve for [P | p0] = M^-1 [S^T G^T | -bias]
+        X = np.empty((nv, nw + 1), order="F")
+        X[:, :nt] = p.S.T
+        X[:, nt:nw] = G.T
+        np.negative(p.bias, out=X[:, nw])
+        X = msolve(X)
+        return X[:, :nw], X[:, nw], free, wF
     fixed_cols = np.concatenate([c for _, c, _ in p.fixed])
     fixed_vals = np.concatenate([v for _, _, v in p.fixed])
     if len(np.unique(fixed_cols)) != len(fixed_cols):
@@ -74,9 +75,13 @@ def _reduce(p: Problem):
             f"t = {p.time:.6g} s: two direct assignments set the same unknown ({', '.join(names)})", names, p)
     wF[fixed_cols - nv] = fixed_vals
     free[fixed_cols - nv] = False
-    p0 = msolve(B.dot(wF) - p.bias)
-    P = msolve(B[:, free]) if free.any() else np.zeros((nv, 0))
-    return P, p0, free, wF
+    B = np.hstack([p.S.T, G.T]) if len(G) else p.S.T
+    ny = int(np.count_nonzero(free))
+    X = np.empty((nv, ny + 1), order="F")
+    X[:, :ny] = B[:, free]
+    X[:, ny] = B.dot(wF) - p.bias
+    X = msolve(X)
+    return X[:, :ny], X[:, ny], free, wF
 
 
 def _forward(p: Problem) -> Solution:
@@ -107,7 +112,6 @@ def _constrained_forward(p: Problem) -> Solution | None:
     if p.mass_factor is not None:
         return _delassus_by_factor(p, tau)
     msolve = p.mass_solve or _dense_mass_solve(p.M)
-    blk = p.equalities[0]
     J = p.Jc
     p0 = msolve(tau @ p.S - p.bias)
     MJt = msolve(J.T.copy())
@@ -116,7 +120,7 @@ def _constrained_forward(p: Problem) -> Solution | None:
     dg = np.abs(np.diag(c))
     if info != 0 or dg.min() ** 2 <= RANK_TOL * dg.max() ** 2:
         return None
-    lam, _ = lapack.dpotrs(c, blk.b - J @ p0)
+    lam, _ = lapack.dpotrs(c, p.eq_rows.b - J @ p0)
     a = p0 + MJt @ lam
     x = np.concatenate([a, tau, lam])
     return Solution(x, a, tau, {name: x[s] for name, s in L.lam.items()}, "direct")
@@ -142,7 +146,7 @@ def _delassus_by_factor(p: Problem, tau: np.ndarray) -> Solution | None:
     dg = c.diagonal().tolist()  # a dozen pivots: Python's min/max beat numpy's reductions
     if info != 0 or min(dg) ** 2 <= RANK_TOL * max(dg) ** 2:
         return None
-    lam, _ = lapack.dpotrs(c, p.equalities[0].b - wg.dot(Wj))
+    lam, _ = lapack.dpotrs(c, p.eq_rows.b - wg.dot(Wj))
     z = Wj.dot(lam)
     z += wg
     nt = L.ntau
@@ -160,13 +164,19 @@ def _dense_mass_solve(M):
 
 
 def _reduce_rows(Aa, Aw, b, P, p0, free, wF, nv):
-    """Rows ``Aa a + Aw w = b`` in y: ``Aa P + Aw[:, free]``, ``b - Aa p0 - Aw wF`` (None blocks are zero)."""
-    if Aa is not None:
-        E, f = Aa.dot(P), b - Aa.dot(p0)
-    else:
-        E, f = np.zeros((len(b), P.shape[1])), b.copy()
+    """Rows ``Aa a + Aw w = b`` in y: ``Aa P + Aw[:, free]``, ``b - Aa p0 - Aw wF`` (None blocks are zero).
+
+    The returned E may be ``Aw`` itself (shared): read it, do not write it.
+    """
+    everything = len(free) == P.shape[1]  # every torque and force free (nothing assigned): no selection
+    if Aa is None:
+        if Aw is None:
+            return np.zeros((len(b), P.shape[1])), b.copy()
+        # rows on torques and forces only (limits, contact wrenches): no product with P
+        return (Aw, b.copy()) if everything else (Aw[:, free], b - Aw.dot(wF))
+    E, f = Aa.dot(P), b - Aa.dot(p0)
     if Aw is not None:
-        if len(free) == P.shape[1]:  # every torque and force free (nothing assigned): no selection
+        if everything:
             E += Aw
         else:
             E += Aw[:, free]
@@ -174,32 +184,13 @@ def _reduce_rows(Aa, Aw, b, P, p0, free, wF, nv):
     return E, f
 
 
-def _stack_parts(blocks, nv):
-    """The blocks' rows stacked: (Aa or None, Aw or None, b)."""
-    if len(blocks) == 1:
-        Aa, Aw = blocks[0].parts(nv)
-        return Aa, Aw, blocks[0].b
-    parts = [blk.parts(nv) for blk in blocks]
-    b = np.concatenate([blk.b for blk in blocks])
-    stacked = []
-    for i in (0, 1):
-        if all(pt[i] is None for pt in parts):
-            stacked.append(None)
-            continue
-        width = next(pt[i].shape[1] for pt in parts if pt[i] is not None)
-        stacked.append(np.vstack([pt[i] if pt[i] is not None else np.zeros((len(blk.b), width))
-                                  for pt, blk in zip(parts, blocks)]))
-    return stacked[0], stacked[1], b
-
-
-def _stack(blocks, P, p0, free, wF, nv, ny):
-    if not blocks:
+def _stack(rows, P, p0, free, wF, nv, ny):
+    """Stacked rows (:class:`~controlkit.equations.Rows`) in y, weighted for costs: (E, f)."""
+    if not len(rows):
         return np.zeros((0, ny)), np.zeros(0)
-    # one reduction for all blocks: many small matrix products cost more than one big one
-    Aa, Aw, b = _stack_parts(blocks, nv)
-    E, f = _reduce_rows(Aa, Aw, b, P, p0, free, wF, nv)
-    if blocks[0].weight is not None:
-        w = blocks[0].weight if len(blocks) == 1 else np.concatenate([blk.weight for blk in blocks])
+    E, f = _reduce_rows(rows.Aa, rows.Aw, rows.b, P, p0, free, wF, nv)
+    if rows.weight is not None:
+        w = rows.weight
         E, f = w[:, None] * E, w * f
     return E, f
 
@@ -207,11 +198,6 @@ def _stack(blocks, P, p0, free, wF, nv, ny):
 def _norm(x: np.ndarray) -> float:
     """Euclidean norm of a vector (np.linalg.norm's generality costs more than the sum here)."""
     return math.sqrt(float(np.vdot(x, x)))
-
-
-def _owners(blocks) -> list[str]:
-    """The name of the block each stacked row comes from."""
-    return [blk.name for blk in blocks for _ in range(len(blk.b))]
 
 
 def _conflicts(E, f, owners, U, r):
@@ -228,15 +214,20 @@ def _min_norm(E, f):
     several times cheaper than the SVD); a caller that needs it then calls :func:`_min_norm_svd`.
     """
     out = _full_rank_qr(E, f)
-    return out if out is not None else _min_norm_svd(E, f)
+    return out if out is not None else _min_norm_svd(E, f, left=False)
 
 
-def _min_norm_svd(E, f):
-    """:func:`_min_norm` by the SVD, whatever E's rank."""
-    U, s, Vt = np.linalg.svd(E, full_matrices=True)
+def _min_norm_svd(E, f, left: bool = True):
+    """:func:`_min_norm` by the SVD, whatever E's rank.
+
+    ``left=False``: the left basis is not needed (returned as None), so a tall E's SVD computes
+    only its first n left singular vectors (a 56 x 6 cost block's U is 56 x 6, not 56 x 56).
+    """
+    m, n = E.shape
+    U, s, Vt = np.linalg.svd(E, full_matrices=left or m <= n)  # a wide E needs all of V for its null space
     r = int(np.sum(s > RANK_TOL * max(1.0, s[0] if s.size else 0.0)))
     y = Vt[:r].T @ ((U[:, :r].T @ f) / s[:r])
-    return y, r, U, Vt[r:].T
+    return y, r, (U if left else None), Vt[r:].T
 
 
 _UPPER: dict[int, np.ndarray] = {}
@@ -310,16 +301,17 @@ def solve(p: Problem, method: str = "auto") -> Solution:
 def _solve(p: Problem, method: str) -> Solution:
     L = p.layout
     nv = L.nv
-    if method == "auto" and not (p.costs or p.inequalities):
-        if not p.equalities:
+    eq_spans = p.eq_rows.spans
+    if method == "auto" and not (p.cost_rows.spans or p.ineq_rows.spans):
+        if not eq_spans:
             return _forward(p)
-        if len(p.equalities) == 1 and p.equalities[0].kind == "constraint":
+        if len(eq_spans) == 1 and eq_spans[0][1] == "constraint":
             sol = _constrained_forward(p)
             if sol is not None:
                 return sol
     P, p0, free, wF = _reduce(p)
     ny = P.shape[1]
-    E, f = _stack(p.equalities, P, p0, free, wF, nv, ny)
+    E, f = _stack(p.eq_rows, P, p0, free, wF, nv, ny)
     y, r, U, N = _min_norm(E, f) if E.shape[0] else (np.zeros(ny), 0, np.zeros((0, 0)), np.eye(ny))
     if E.shape[0]:
         res = E.dot(y) - f
@@ -331,13 +323,13 @@ def _solve(p: Problem, method: str) -> Solution:
             res = E @ y - f
             nres = _norm(res)
         if nres > tol:
-            names = _conflicts(E, f, _owners(p.equalities), U, r)
+            names = _conflicts(E, f, p.eq_rows.owners(), U, r)
             raise InconsistentEquationsError(
                 f"t = {p.time:.6g} s: the equations are inconsistent (residual {nres:.3g}); "
                 f"conflicting: {', '.join(names)}", names, p)
     solver = "direct"
     tau_rows = np.flatnonzero(free[: L.ntau]) if p.fixed else np.arange(L.ntau)
-    if p.inequalities or method == "qp":
+    if p.ineq_rows.spans or method == "qp":
         if not p.default_cost:
             _complete(p, P, p0, free, wF, y, N, tau_rows)  # raises if the costs leave motion free
         y = _qp(p, P, p0, free, wF, y, N, E, f, method, tau_rows)
@@ -360,13 +352,13 @@ def _complete(p, P, p0, free, wF, y, N, tau_rows):
     """Fix the directions the equalities leave free: costs, then the default (or raise)."""
     nv = p.layout.nv
     solver = "direct"
-    if p.costs:
-        C, d = _stack(p.costs, P, p0, free, wF, nv, P.shape[1])
+    if p.cost_rows.spans:
+        C, d = _stack(p.cost_rows, P, p0, free, wF, nv, P.shape[1])
         z, r, _, K = _min_norm(C.dot(N), d - C.dot(y))
         y, N = y + N.dot(z), N.dot(K)
         solver = "lstsq"
-    nfree = _motion_free(P, N, tau_rows)
-    if nfree and not p.default_cost:
+    nfree = 0 if p.default_cost else _motion_free(P, N, tau_rows)  # (an SVD: only when it can raise)
+    if nfree:
         raise UnderdeterminedError(
             f"t = {p.time:.6g} s: {nfree} unknowns are left free by the equations and costs "
             f"(underdetermined = 'raise'); add equations, assignments or a cost", nfree, p)
@@ -380,23 +372,23 @@ def _complete(p, P, p0, free, wF, y, N, tau_rows):
     return y, N, solver
 
 
-def _default_hessian(ny, tau_rows):
-    """The default cost on y as a Hessian: squared torques, and 1e-6 x squared forces."""
+def _default_weights(ny, tau_rows):
+    """The default cost on y, ``y^T diag(D) y``: D is 1 on torques and 1e-6 on forces."""
     D = np.full(ny, 1e-6)
     D[tau_rows] = 1.0
-    return np.diag(D)
+    return D
 
 
 def _qp(p, P, p0, free, wF, y0, N, E, f, method, tau_rows):
     """quadprog on z with y = y0 + N z (or, for method='qp', on y with equality rows)."""
     nv, ny = p.layout.nv, P.shape[1]
-    G, g = _stack(p.inequalities, P, p0, free, wF, nv, ny)
-    C, d = _stack(p.costs, P, p0, free, wF, nv, ny)
+    G, g = _stack(p.ineq_rows, P, p0, free, wF, nv, ny)
+    C, d = _stack(p.cost_rows, P, p0, free, wF, nv, ny)
     if method == "qp":
         # the whole problem in y: cost (user + default), independent equality rows
         H = C.T @ C if C.size else np.zeros((ny, ny))
         c = C.T @ d if C.size else np.zeros(ny)
-        H, c = _with_default(H, c, _default_hessian(ny, tau_rows), np.zeros(ny))
+        H, c = _with_default(H, c, lambda: (np.diag(_default_weights(ny, tau_rows)), np.zeros(ny)))
         rows = _independent_rows(E)
         Aeq, beq = E[rows], f[rows]
         Cq = np.vstack([Aeq, -G]).T if (Aeq.size or G.size) else np.zeros((ny, 0))
@@ -414,18 +406,61 @@ def _qp(p, P, p0, free, wF, y0, N, E, f, method, tau_rows):
         c = CN.T @ (d - C @ y0)
     else:
         H, c = np.zeros((N.shape[1],) * 2), np.zeros(N.shape[1])
-    Dy = _default_hessian(ny, tau_rows)
-    H, c = _with_default(H, c, N.T @ Dy @ N, -(N.T @ (Dy @ y0)))
+
+    def default():
+        Dy = _default_weights(ny, tau_rows)
+        return (N.T * Dy) @ N, -(N.T @ (Dy * y0))  # N^T diag(D) N, without forming diag(D)
+
+    H, c = _with_default(H, c, default)
     z = _call_quadprog(p, H, c, -GN.T, -(g - G @ y0), 0)
     return y0 + N @ z
 
 
-def _with_default(H, c, D, cD):
-    """Add the default cost (Hessian D, linear term cD) only where the user cost H is flat."""
-    w, V = np.linalg.eigh(H) if H.size else (np.zeros(0), np.zeros((0, 0)))
-    F = V[:, w <= RANK_TOL * max(1.0, w.max(initial=0.0))]
-    H = H + F @ (F.T @ D @ F) @ F.T + 1e-12 * np.eye(len(H))
+def _with_default(H, c, default):
+    """Add the default cost (``default() -> (Hessian, linear term)``) only where the user cost H is flat.
+
+    Its flat directions are the eigenvectors with eigenvalues at most ``RANK_TOL * max(1, w_max)``;
+    when H provably has none (:func:`_no_flat_direction`), the eigenvectors (and the default) are skipped.
+    """
+    n = len(H)
+    F = None if not n or _no_flat_direction(H) else _flat_directions(H)
+    if F is None or not F.shape[1]:
+        return H + 1e-12 * np.eye(n), c  # what the eigendecomposition gives when nothing is flat
+    D, cD = default()
+    H = H + F @ (F.T @ D @ F) @ F.T + 1e-12 * np.eye(n)
     return H, c + F @ (F.T @ cD)
+
+
+def _flat_directions(H) -> np.ndarray:
+    """Orthonormal eigenvectors (n, k) of the symmetric H with eigenvalues ``<= RANK_TOL * max(1, w_max)``.
+
+    numpy's eigh on purpose: when H's flat eigenvalues sit close to the next ones (the internal
+    forces between two planted feet: ~1e-13, then ~1e-6, with |H| ~ 1e4), their subspace is only
+    defined to ~1e-6, and another LAPACK build's eigenvectors move the solution by that much.
+    """
+    w, V = np.linalg.eigh(H)
+    return V[:, w <= RANK_TOL * max(1.0, w.max(initial=0.0))]
+
+
+def _no_flat_direction(H) -> bool:
+    """Whether the symmetric H has every eigenvalue above ``RANK_TOL * max(1, w_max)`` (False: maybe not).
+
+    With ``H = R^T R`` (Cholesky), ``w_min >= 1 / |R^-1|_F^2`` and ``w_max <= trace(H)``: a proof at
+    the price of two triangular kernels (a margin of 2 covers rounding). When the bounds are too loose
+    (a cost Hessian conditioned near 1 / RANK_TOL, as the walking servo's with a swing foot), H's
+    eigenvalues alone decide, with a margin of 1e-6 for their rounding (computing no eigenvectors
+    costs a third of the decomposition). A failed Cholesky factor means H is numerically singular.
+    """
+    R, info = lapack.dpotrf(H, lower=0, clean=1)
+    if info != 0:
+        return False
+    Ri, info = lapack.dtrtri(R, lower=0)
+    if info == 0:
+        ri = Ri.ravel(order="K")
+        if 1.0 / float(ri.dot(ri)) > 2.0 * RANK_TOL * max(1.0, float(np.trace(H))):
+            return True
+    w, _, info = lapack.dsyevd(H, compute_v=0)
+    return info == 0 and w[0] > (1.0 + 1e-6) * RANK_TOL * max(1.0, w[-1])
 
 
 def _independent_rows(E):
