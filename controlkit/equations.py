@@ -6,6 +6,8 @@ An :class:`EquationSet` holds what control programs add by name:
 - control equations ``lhs == rhs`` (rows of ``A x = b``),
 - direct assignments of quantities (``tau`` of a joint, an acceleration, a force),
 - quadratic costs ``1/2 |W (A x - b)|^2``,
+- regularizations: costs of the same form that only choose among what the other statements
+  leave free (the documented default, least squared torques then forces, fills what they leave),
 - inequalities ``G x <= h``.
 
 :func:`build_problem` evaluates them, together with the motion equations
@@ -236,8 +238,8 @@ class Problem:
 
     Motion equations: ``M a + bias = S^T tau + G^T lam`` with bias = h - f_ext (N, N m) and
     G = ``Jf`` (the force Jacobian) when given, else ``Jc``.
-    ``eq_rows``, ``cost_rows``, ``ineq_rows``: the equalities (constraints first), costs and
-    inequalities, each kind stacked (:class:`Rows`); ``equalities``, ``costs`` and
+    ``eq_rows``, ``cost_rows``, ``ineq_rows``, ``reg_rows``: the equalities (constraints first),
+    costs, inequalities and regularizations, each kind stacked (:class:`Rows`); ``equalities``, ``costs`` and
     ``inequalities`` list them as one :class:`Block` per statement.
     ``fixed``: (name, columns, values) of the direct assignments of unknowns.
     """
@@ -257,6 +259,7 @@ class Problem:
     Jf: np.ndarray | None = None  # force Jacobian when it differs from Jc (sliding friction)
     lam_labels: list[str] = field(default_factory=list)
     mass_factor: object = None  # () -> (U, D) with M = U diag(D) U^T (Pinocchio's tree factor), or None
+    reg_rows: Rows | None = None  # regularizations: weighted like costs, used where the costs are flat
 
     @property
     def equalities(self) -> list[Block]:
@@ -278,6 +281,7 @@ class Problem:
             "equalities": len(self.eq_rows),
             "assigned": sum(len(c) for _, c, _ in self.fixed),
             "costs": len(self.cost_rows),
+            "regularizations": len(self.reg_rows) if self.reg_rows is not None else 0,
             "inequalities": len(self.ineq_rows),
         }
 
@@ -286,8 +290,10 @@ class Problem:
         lines = [f"problem at t = {self.time:.9g} s: {s['unknowns']} unknowns "
                  f"(a {self.layout.nv}, tau {self.layout.ntau}, lam {self.layout.nlam})",
                  f"  motion equations: {s['motion']} rows"]
-        for title, rows in (("equalities", self.eq_rows), ("costs", self.cost_rows),
-                            ("inequalities", self.ineq_rows)):
+        kinds = [("equalities", self.eq_rows), ("costs", self.cost_rows)]
+        if self.reg_rows is not None and self.reg_rows.spans:
+            kinds.append(("regularizations", self.reg_rows))
+        for title, rows in kinds + [("inequalities", self.ineq_rows)]:
             lines.append(f"  {title}: {len(rows)} rows")
             lines += [f"    {name} ({kind}, {j - i} rows)" for name, kind, i, j in rows.spans]
         lines.append(f"  assigned unknowns: {s['assigned']}")
@@ -318,6 +324,7 @@ class EquationSet:
         self.equations: dict[str, Equation] = {}
         self.assignments: dict[str, Assignment] = {}
         self.costs: dict[str, Cost] = {}
+        self.regularizations: dict[str, Cost] = {}
         self.inequalities: dict[str, Inequality] = {}
         self.version = 0
 
@@ -325,7 +332,7 @@ class EquationSet:
     def _check_new(self, name: str) -> None:
         if not isinstance(name, str) or not name:
             raise EquationError(f"a control statement needs a non-empty string name, got {name!r}")
-        for d in (self.equations, self.assignments, self.costs, self.inequalities):
+        for d in self._kinds():
             if name in d:
                 raise EquationError(f"a control statement named {name!r} already exists; remove it first")
 
@@ -356,6 +363,21 @@ class EquationSet:
         self.costs[name] = Cost(expr, weight)
         self.version += 1
 
+    def add_regularization(self, name: str, expr, weight=1.0) -> None:
+        """Add a named regularization ``1/2 |weight * expr|^2``: it only chooses among what the
+        equations and costs leave free (how two planted feet share a load, internal forces),
+        never trading against a cost, and replaces the default (least squared torques, then
+        forces) there; the default fills what regularizations leave free. Its weights only
+        matter relative to each other's."""
+        from .expressions import Expr as _E
+        if isinstance(expr, Equation):
+            expr = expr.residual
+        if not isinstance(expr, _E):
+            raise EquationError(f"add_regularization({name!r}, ...) needs an expression, got {type(expr).__name__}")
+        self._check_new(name)
+        self.regularizations[name] = Cost(expr, weight)
+        self.version += 1
+
     def add_inequality(self, name: str, inequality: Inequality) -> None:
         """Add named inequality rows (built with ``<=`` or ``>=``)."""
         if not isinstance(inequality, Inequality):
@@ -366,7 +388,7 @@ class EquationSet:
 
     def remove(self, name: str) -> None:
         """Remove a control statement of any kind by name."""
-        for d in (self.equations, self.assignments, self.costs, self.inequalities):
+        for d in self._kinds():
             if name in d:
                 del d[name]
                 self.version += 1
@@ -378,10 +400,13 @@ class EquationSet:
 
     def names(self) -> list[str]:
         """Names of every statement."""
-        return [*self.equations, *self.assignments, *self.costs, *self.inequalities]
+        return [name for d in self._kinds() for name in d]
 
     def is_empty(self) -> bool:
-        return not (self.equations or self.assignments or self.costs or self.inequalities)
+        return not any(self._kinds())
+
+    def _kinds(self) -> tuple[dict, ...]:
+        return (self.equations, self.assignments, self.costs, self.regularizations, self.inequalities)
 
 
 # --------------------------------------------------------------- assembly
@@ -588,14 +613,19 @@ class _SetPlan:
             else:
                 self.fixed.append((name, cols, asg))
         self.equalities = _KindPlan(eq_items, nv, nx)
-        cost_items = []
-        for name, c in eqs.costs.items():
-            comp = _compiled(c, lambda s: s.expr, ctx, name, "cost")
-            cost_items.append((name, "cost", comp, _weights(c.weight, comp.m)))
-        self.costs = _KindPlan(cost_items, nv, nx)
+        self.costs = self._weighted(eqs.costs, "cost", ctx)
+        self.regularizations = self._weighted(eqs.regularizations, "regularization", ctx)
         self.inequalities = _KindPlan(
             [(name, "inequality", _compiled(ineq, lambda s: s.expr, ctx, name, "inequality"), None)
              for name, ineq in eqs.inequalities.items()], nv, nx)
+
+    @staticmethod
+    def _weighted(statements: dict, kind: str, ctx: Context) -> "_KindPlan":
+        items = []
+        for name, c in statements.items():
+            comp = _compiled(c, lambda s: s.expr, ctx, name, kind)
+            items.append((name, kind, comp, _weights(c.weight, comp.m)))
+        return _KindPlan(items, ctx.layout.nv, ctx.layout.nx)
 
     def fixed_values(self, ctx: Context) -> list[tuple[str, np.ndarray, np.ndarray]]:
         """(name, columns, values) of the assignments of unknowns at the context's time and state."""
@@ -734,4 +764,4 @@ def build_problem(mech, eqs: EquationSet, t: float, f_ext: np.ndarray | None = N
                    plan.costs.rows(ctx), ineq_rows,
                    default_cost=eqs.underdetermined == "default", mass_solve=mech.mass_solve,
                    mass_factor=getattr(mech, "mass_factor", None),
-                   Jf=Jf, lam_labels=labels)
+                   Jf=Jf, lam_labels=labels, reg_rows=plan.regularizations.rows(ctx))

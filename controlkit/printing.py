@@ -4,7 +4,7 @@ Grouped per body (its motion equations: the rows of ``M a + h = S^T tau + J^T la
 that belong to the joint carrying it) and per hinge (tree hinges are satisfied by
 construction of the generalized coordinates; loop closures, welds, locks and
 contact hinges contribute acceleration equations), then the control equations,
-assignments, costs and inequalities by name.
+assignments, costs, regularizations and inequalities by name.
 """
 from __future__ import annotations
 
@@ -76,7 +76,8 @@ def format_equations(mech, eqs: EquationSet | None = None) -> str:
         lines.append(f"    J_{c.name} a + Jdot_{c.name} v = -(kv J_{c.name} v + kp phi_{c.name})")
     if eqs is not None and not eqs.is_empty():
         for title, d in (("CONTROL EQUATIONS", eqs.equations), ("ASSIGNMENTS", eqs.assignments),
-                         ("COSTS", eqs.costs), ("INEQUALITIES", eqs.inequalities)):
+                         ("COSTS", eqs.costs), ("REGULARIZATIONS (where the costs leave freedom)", eqs.regularizations),
+                         ("INEQUALITIES", eqs.inequalities)):
             if d:
                 lines += ["", title]
                 lines += [f"  {name}: {stmt.describe()}" for name, stmt in d.items()]

@@ -349,14 +349,15 @@ def _motion_free(P, N, tau_rows):
 
 
 def _complete(p, P, p0, free, wF, y, N, tau_rows):
-    """Fix the directions the equalities leave free: costs, then the default (or raise)."""
+    """Fix the directions the equalities leave free: costs, then regularizations, then the default (or raise)."""
     nv = p.layout.nv
     solver = "direct"
-    if p.cost_rows.spans:
-        C, d = _stack(p.cost_rows, P, p0, free, wF, nv, P.shape[1])
-        z, r, _, K = _min_norm(C.dot(N), d - C.dot(y))
-        y, N = y + N.dot(z), N.dot(K)
-        solver = "lstsq"
+    for rows in (p.cost_rows, p.reg_rows):
+        if rows is not None and rows.spans and N.shape[1]:
+            C, d = _stack(rows, P, p0, free, wF, nv, P.shape[1])
+            z, r, _, K = _min_norm(C.dot(N), d - C.dot(y))
+            y, N = y + N.dot(z), N.dot(K)
+            solver = "lstsq"
     nfree = 0 if p.default_cost else _motion_free(P, N, tau_rows)  # (an SVD: only when it can raise)
     if nfree:
         raise UnderdeterminedError(
@@ -388,7 +389,9 @@ def _qp(p, P, p0, free, wF, y0, N, E, f, method, tau_rows):
         # the whole problem in y: cost (user + default), independent equality rows
         H = C.T @ C if C.size else np.zeros((ny, ny))
         c = C.T @ d if C.size else np.zeros(ny)
-        H, c = _with_default(H, c, lambda: (np.diag(_default_weights(ny, tau_rows)), np.zeros(ny)))
+        R, r = _stack(p.reg_rows, P, p0, free, wF, nv, ny) if p.reg_rows is not None else (np.zeros((0, ny)), None)
+        H, c = _with_default(H, c, lambda: (np.diag(_default_weights(ny, tau_rows)), np.zeros(ny)),
+                             (lambda: (R.T @ R, R.T @ r)) if len(R) else None)
         rows = _independent_rows(E)
         Aeq, beq = E[rows], f[rows]
         Cq = np.vstack([Aeq, -G]).T if (Aeq.size or G.size) else np.zeros((ny, 0))
@@ -411,24 +414,58 @@ def _qp(p, P, p0, free, wF, y0, N, E, f, method, tau_rows):
         Dy = _default_weights(ny, tau_rows)
         return (N.T * Dy) @ N, -(N.T @ (Dy * y0))  # N^T diag(D) N, without forming diag(D)
 
-    H, c = _with_default(H, c, default)
+    def regularization():
+        R, r = _stack(p.reg_rows, P, p0, free, wF, nv, ny)
+        RN = R @ N
+        return RN.T @ RN, RN.T @ (r - R @ y0)
+
+    has_reg = p.reg_rows is not None and bool(p.reg_rows.spans)
+    H, c = _with_default(H, c, default, regularization if has_reg else None)
     z = _call_quadprog(p, H, c, -GN.T, -(g - G @ y0), 0)
     return y0 + N @ z
 
 
-def _with_default(H, c, default):
+def _with_default(H, c, default, regularization=None):
     """Add the default cost (``default() -> (Hessian, linear term)``) only where the user cost H is flat.
 
     Its flat directions are the eigenvectors with eigenvalues at most ``RANK_TOL * max(1, w_max)``;
     when H provably has none (:func:`_no_flat_direction`), the eigenvectors (and the default) are skipped.
+    The user's regularizations (``regularization() -> (Hessian, linear term)``), when given, take
+    those directions first; the default takes what they leave flat.
     """
     n = len(H)
     F = None if not n or _no_flat_direction(H) else _flat_directions(H)
     if F is None or not F.shape[1]:
         return H + 1e-12 * np.eye(n), c  # what the eigendecomposition gives when nothing is flat
+    if regularization is not None:
+        H, c, F = _regularize(H, c, F, regularization)
+        if not F.shape[1]:
+            return H + 1e-12 * np.eye(n), c
     D, cD = default()
     H = H + F @ (F.T @ D @ F) @ F.T + 1e-12 * np.eye(n)
     return H, c + F @ (F.T @ cD)
+
+
+def _regularize(H, c, F, regularization):
+    """The regularizations (``regularization() -> (Hessian, linear term)``) on the directions F the
+    costs (H, c) leave flat; returns H, c and what the regularizations leave flat.
+
+    Lexicographic: they are minimized over F with the other directions where the costs put them
+    (their unconstrained minimum, exact unless an inequality moves it). Acting on F alone, their
+    scale does not move the minimum: brought to the costs' scale, quadprog sees a well-conditioned
+    Hessian whatever the user's weights.
+    """
+    Hr, cr = regularization()
+    HF = F.T @ Hr @ F
+    w, V = np.linalg.eigh(HF)
+    if not w[-1] > 0.0:
+        return H, c, F
+    z_costs = np.linalg.lstsq(H, c, rcond=RANK_TOL)[0]
+    z_costs -= F @ (F.T @ z_costs)
+    k = max(1.0, float(np.trace(H))) / w[-1]
+    H = H + k * (F @ HF @ F.T)
+    c = c + k * (F @ (F.T @ (cr - Hr @ z_costs)))
+    return H, c, F @ V[:, w <= RANK_TOL * w[-1]]
 
 
 def _flat_directions(H) -> np.ndarray:

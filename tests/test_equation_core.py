@@ -275,3 +275,60 @@ def test_column_block_expressions_equal_their_dense_form(talos):
     assert t.a is None and t.A.shape == (talos.ntau, layout.nx)
     assert np.array_equal(t.A[:, layout.tau], np.eye(talos.ntau))
     assert tau.evaluate(ctx).w is t.w  # the selection is built once per layout
+
+
+def _tool_with_preferred_accelerations(reg_weight: float, as_cost: bool = False, qp: bool = False):
+    """UR5: the tool's acceleration is a cost (3 rows, satisfiable), which leaves 3 directions of
+    the joint accelerations free; a regularization (or, for comparison, a light cost) pulls the
+    joint accelerations toward a preferred vector."""
+    from controlkit.quantities import JointAccelerations
+    mech = _ur5()
+    q, v = np.array([0.3, -1.0, 1.2, -0.5, 0.8, 0.2]), np.array([0.1, -0.2, 0.3, 0.1, 0.0, -0.4])
+    mech.set_state(q, v)
+    eqs = EquationSet()
+    target, preferred = np.array([0.3, -0.2, 0.1]), np.array([1.0, -2.0, 0.5, 0.3, -0.7, 2.0])
+    eqs.add_cost("tool", acc(FramePoint(mech, "tool0")) - target)
+    add = eqs.add_cost if as_cost else eqs.add_regularization
+    add("preferred", JointAccelerations(mech) - preferred, reg_weight * np.array([1.0, 2.0, 1.0, 3.0, 1.0, 1.0]))
+    if qp:
+        eqs.add_inequality("torque limit", ControlTorques(mech) <= 1e6)  # inactive: only the path changes
+    sol = solve(build_problem(mech, eqs, 0.0))
+    return mech, q, v, target, preferred, sol
+
+
+@pytest.mark.parametrize("qp", [False, True])
+def test_a_regularization_chooses_only_among_what_the_costs_leave_free(qp):
+    """Lexicographic: the tool's cost is met exactly whatever the regularization's weight, and in
+    the directions it leaves free the joint accelerations are the weighted least-squares closest
+    to the preferred ones (solved here independently, from Pinocchio's Jacobian)."""
+    mech, q, v, target, preferred, sol = _tool_with_preferred_accelerations(1.0, qp=qp)
+    m, d = mech.model, mech.model.createData()
+    fid = m.getFrameId("tool0")
+    pin.computeJointJacobians(m, d, q)
+    pin.forwardKinematics(m, d, q, v, np.zeros(m.nv))
+    J = pin.getFrameJacobian(m, d, fid, pin.LOCAL_WORLD_ALIGNED)[:3]
+    drift = pin.getFrameClassicalAcceleration(m, d, fid, pin.LOCAL_WORLD_ALIGNED).linear
+    W = np.diag([1.0, 2.0, 1.0, 3.0, 1.0, 1.0])
+    # min |W (a - preferred)| s.t. J a + drift = target, by the weighted null-space projection
+    Wi = np.linalg.inv(W)
+    a_star = preferred + Wi @ np.linalg.pinv(J @ Wi) @ (target - drift - J @ preferred)
+    np.testing.assert_allclose(J @ sol.a + drift, target, atol=1e-9)
+    np.testing.assert_allclose(sol.a, a_star, atol=1e-8)
+    for w in (1e-6, 1e3):  # only relative weights of regularizations matter
+        np.testing.assert_allclose(_tool_with_preferred_accelerations(w, qp=qp)[-1].a, sol.a, atol=1e-7)
+
+
+def test_a_light_cost_trades_against_the_task_where_a_regularization_does_not():
+    mech, q, v, target, preferred, sol = _tool_with_preferred_accelerations(1e-2, as_cost=True)
+    m, d = mech.model, mech.model.createData()
+    fid = m.getFrameId("tool0")
+    pin.forwardKinematics(m, d, q, v, sol.a)
+    tool = pin.getFrameClassicalAcceleration(m, d, fid, pin.LOCAL_WORLD_ALIGNED).linear
+    assert np.abs(tool - target).max() > 1e-6  # the light cost bent the task
+    eqs = EquationSet()
+    eqs.add_regularization("r", acc(JointAngle(mech, "wrist_3_joint")))
+    with pytest.raises(Exception, match="already exists"):
+        eqs.add_regularization("r", acc(JointAngle(mech, "wrist_3_joint")))
+    assert "r" in eqs.names() and "REGULARIZATIONS" in __import__("controlkit.printing", fromlist=["x"]).format_equations(mech, eqs)
+    eqs.remove("r")
+    assert eqs.is_empty()
