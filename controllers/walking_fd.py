@@ -61,11 +61,11 @@ from scipy.linalg import solve_banded
 from controlkit.dynamics import evaluate
 from controlkit.equations import EquationSet
 from controlkit.expressions import TimeFunction, acc, orientation_error, pos, vel
-from controlkit.quantities import CenterOfMass, ControlTorques, FrameOrientation, FramePoint, JointAcceleration
+from controlkit.quantities import CenterOfMass, ControlTorques, FrameOrientation, FramePoint, JointAccelerations
 from controllers.arm import smooth_ramp
 from controllers.primitives import Quintic
 from controllers.walking import Leg
-from controllers.whole_body import FootContact, biped_feet
+from controllers.whole_body import FootContact, biped_feet, note_loads
 
 __all__ = ["WalkPlan", "WholeBody", "WalkingGains", "walk", "walker"]
 
@@ -88,9 +88,11 @@ SQUAT = 0.03                               # m: the centre of mass is lowered th
 UNLOAD_TIME = 0.15                         # s: a trailing foot's load ceiling ramps to zero over this
 LOAD_TIME = 0.05                           # s: a landed foot's load ceiling ramps up over this
 LIFT_LOAD = 30.0                           # N: what a trailing foot still carries when it lifts
+MIN_LOAD = 20.0                            # N: a planted foot carries at least this (its contact stays firm)
 TOE_UP = math.radians(5.0)                 # toe joints are held this far up (note 6)
 ZMP_FROM_HEEL = 0.10                       # m: the ZMP rests this far ahead of the stance heel (mid-sole)
 SETTLE_TIME = 0.15                         # s: the longest a touched-down foot may take to rest flat
+TOE_POSTURE_SCALE = 1e-2                   # the toes' share of the posture weight (see WholeBody._posture)
 FLAT_HEIGHT = 5e-4                         # m: a sole whose corners are all this close to the ground is flat
 
 
@@ -113,8 +115,9 @@ class WalkingGains:
     posture_kp: float = 100.0
     posture_kd: float = 20.0
     posture_weight: float = 0.1
-    # a planted foot's wrench at its sole centre (per N, N, N, N m, N m, N m): see StanceGains
-    wrench_weights: tuple = (1e-3, 1e-3, 1e-3, 1e-2, 1e-2, 1e-2)
+    # a planted foot's wrench at its sole centre (per N, N, N, N m, N m, N m), a regularization:
+    # see StanceGains
+    wrench_weights: tuple = (1.0, 1.0, 1.0, 50.0, 50.0, 50.0)
     foot_kv: float = 20.0  # 1/s: a planted foot's velocity is damped at this rate (it should be still)
 
 
@@ -220,8 +223,15 @@ class WalkPlan:
     def _horizontal(self, t: float):
         if t < self._ts:
             return self._blend(t)
-        t = min(t, self.end)
-        return self._spline(t), self._spline(t, 1), self._spline(t, 2)
+        return self._cubic(min(t, self.end))
+
+    def _cubic(self, t: float):
+        """The spline's value, rate and acceleration at t from its coefficients (one piece, one pass)."""
+        sp = self._spline
+        i = min(max(int(np.searchsorted(sp.x, t, side="right")) - 1, 0), len(sp.x) - 2)
+        d = t - sp.x[i]
+        c3, c2, c1, c0 = sp.c[:, i]  # highest power first
+        return ((c3 * d + c2) * d + c1) * d + c0, (3.0 * c3 * d + 2.0 * c2) * d + c1, 6.0 * c3 * d + 2.0 * c2
 
     def _blend(self, t):
         # quintic with matched end acceleration: add a cubic-in-s correction for a1 (p, v unchanged at ends)
@@ -272,6 +282,8 @@ class WholeBody:
         self.last = None
         self.solves = 0
         self._ref = {"a": np.zeros(model_mech.nv)}  # the posture's accelerations at this tick
+        m = model_mech.model
+        self.weight = float(np.sum([i.mass for i in m.inertias])) * float(-m.gravity.linear[2])  # N, the model's
 
     # the phases' vocabulary
     def sync(self, ctl) -> None:
@@ -283,7 +295,8 @@ class WholeBody:
         """A foot is on the ground: the model holds it still, its wrench within the sole's limits."""
         self.sync(ctl)
         f = self.feet[side]
-        c = FootContact(f"{side}-stance", f["frame"], f["half_length"], f["half_width"], f["sole_depth"], f["mu"])
+        c = FootContact(f"{side}-stance", f["frame"], f["half_length"], f["half_width"], f["sole_depth"], f["mu"],
+                        min_force=MIN_LOAD)
         c.bind(self.cm)
         self.cm.constraints[c.name] = c
         self.planted[side] = c
@@ -291,7 +304,8 @@ class WholeBody:
             self.ceilings[side] = ceiling
         # with two feet down the forces between them are free: share the load by moving the centres
         # of pressure as little from mid-sole as the tasks allow (see StanceGains.wrench_weights)
-        self.eqs.add_cost(f"{side}-wrench", c.sole_wrench(self.cm), np.array(self.g.wrench_weights))
+        c.nominal_load = self.weight / 2.0
+        self.eqs.add_regularization(f"{side}-wrench", c.sole_wrench(self.cm), np.array(self.g.wrench_weights))
 
     def unplant(self, side: str) -> None:
         """The foot may leave the ground: the model no longer holds it."""
@@ -327,12 +341,15 @@ class WholeBody:
         o = FrameOrientation(self.cm, frame)
         self.eqs.add_cost(name, acc(o) + kd * vel(o) + kp * orientation_error(o, np.asarray(R, dtype=float)), weight)
 
-    def _posture(self, joint: str) -> None:
-        jm = self.cm.model.joints[self.cm.model.getJointId(joint)]
-        sl = slice(jm.idx_v, jm.idx_v + jm.nv)
-        self.eqs.add_cost(f"posture {joint}",
-                          JointAcceleration(self.cm, joint) - TimeFunction(lambda t: self._ref["a"][sl], joint),
-                          self.g.posture_weight * (1e-2 if joint.startswith("toe") else 1.0))
+    def _posture(self) -> None:
+        """Cost: every joint's acceleration follows the posture's PD (``self._ref["a"]``)."""
+        joints = JointAccelerations(self.cm)  # every joint but the free flyer
+        # a toe segment is so light that an acceleration cost on it would be the QP's stiffest
+        # term by far (and its other directions near-flat next to it): weighted down accordingly
+        w = np.array([TOE_POSTURE_SCALE if n.startswith("toe") else 1.0 for n in joints.joints
+                      for _ in range(self.cm.model.joints[self.cm.model.getJointId(n)].nv)])
+        self.eqs.add_cost("posture", joints - TimeFunction(lambda t: self._ref["a"][joints.v_index], "posture"),
+                          self.g.posture_weight * w)
 
     def remove(self, *names: str) -> None:
         for n in names:
@@ -359,8 +376,7 @@ class WholeBody:
                               g.orientation_kp, g.orientation_kd, g.orientation_weight)
         ref = self._ref
         model = cm.model
-        for j in range(2, model.njoints):  # every joint but the free flyer
-            self._posture(model.names[j])
+        self._posture()
         tau = ControlTorques(cm)
         eqs.add_inequality("torque limit", tau <= self.torque_limit)
         eqs.add_inequality("torque limit (negative)", tau >= -self.torque_limit)
@@ -372,6 +388,7 @@ class WholeBody:
                 f = self.ceilings.get(side)
                 c.max_force = math.inf if f is None else max(float(f(t)), 0.0)
             sol = evaluate(cm, eqs, t, q, v)
+            note_loads(sol, self.planted.values())
             self.last = sol
             self.solves += 1
             ctl.assign("whole-body torques", out, sol.tau)

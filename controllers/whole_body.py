@@ -27,8 +27,8 @@ from controlkit.constraints import WeldConstraint
 from controlkit.dynamics import evaluate
 from controlkit.equations import EquationSet
 from controlkit.errors import ControlkitError
-from controlkit.expressions import TimeFunction, acc, orientation_error, pos, vel
-from controlkit.quantities import ConstraintForce, ControlTorques, FrameOrientation, FramePoint, JointAcceleration
+from controlkit.expressions import Expr, TimeFunction, acc, orientation_error, pos, vel
+from controlkit.quantities import ConstraintForce, ControlTorques, FrameOrientation, FramePoint, JointAccelerations
 
 __all__ = ["FootContact", "StanceGains", "whole_body_stance"]
 
@@ -67,38 +67,76 @@ class FootContact(WeldConstraint):
                                   f"{half_length}, {half_width}, {sole_depth}, {mu}, min_force {min_force}")
         self.a, self.b, self.depth, self.mu = half_length, half_width, sole_depth, mu / math.sqrt(2.0)
         self.min_force, self.max_force = min_force, max_force
+        self.load = math.nan  # N: the normal force at the last solve (the servo sets it)
+        self.nominal_load = 0.0  # N: a foot's share when the feet share the weight evenly
 
     def force_inequalities(self):
         R = self._placements()[0].rotation
         r = R @ np.array([0.0, 0.0, -self.depth])  # frame origin -> sole centre (world)
         Rt = R.T
-        # foot-axes force f_l = R^T f and moment at the sole centre m_l = R^T (m - r x f)
-        F = np.hstack([Rt, np.zeros((3, 3))])
-        Mo = np.hstack([-Rt @ _skew(r), Rt])
-        fx, fy, fz = F
-        mx, my, mz = Mo
-        a, b, mu = self.a, self.b, self.mu
-        rows = [-fz]
-        for s in (1.0, -1.0):
-            rows += [s * fx - mu * fz, s * fy - mu * fz, s * my - a * fz, s * mx - b * fz,
-                     s * mz - mu * min(a, b) * fz]
-        if math.isfinite(self.max_force):
-            rows.append(fz)
-        d = np.zeros(len(rows))
+        # foot-axes force f_l = R^T f and moment at the sole centre m_l = R^T (m - r x f): W (6, 6)
+        W = np.zeros((6, 6))
+        W[:3, :3] = W[3:, 3:] = Rt
+        W[3:, :3] = -Rt @ _skew(r)
+        C = self._template() @ W
+        d = np.zeros(len(C) + math.isfinite(self.max_force))
         d[0] = -self.min_force
         if math.isfinite(self.max_force):
+            C = np.vstack([C, W[2]])
             d[-1] = self.max_force
-        return np.array(rows), d
+        return C, d
+
+    def _template(self) -> np.ndarray:
+        """K (11, 6): the limits' rows on the foot-axes wrench [f_l; m_l] (constant)."""
+        K = self.__dict__.get("_K")
+        if K is None:
+            fx, fy, fz, mx, my, mz = np.eye(6)
+            a, b, mu = self.a, self.b, self.mu
+            rows = [-fz]
+            for s in (1.0, -1.0):
+                rows += [s * fx - mu * fz, s * fy - mu * fz, s * my - a * fz, s * mx - b * fz,
+                         s * mz - mu * min(a, b) * fz]
+            K = self._K = np.array(rows)
+        return K
 
     def sole_wrench(self, mech):
         """The ground's wrench on the foot at the sole centre, for the foot flat: an expression
-        (6,) (force N, moment N m, world axes) in the contact wrench; its moment's x and y are
-        zero when the centre of pressure is mid-sole."""
+        (6,) (force N, moment N m, world axes); its moment's x and y are zero when the centre of
+        pressure is mid-sole. The moment rows are divided by the foot's share of the load at the
+        last solve (``load / nominal_load``, set by the servo; 1 until then, at least 5%): as a
+        regularization it then shares a moment between feet in proportion to their loads (equal
+        centre-of-pressure offsets, not equal moments, which would put a lightly loaded foot's
+        centre of pressure at its sole's edge)."""
         d = self.depth
         # m_sole = m_origin - r x f with r = (0, 0, -depth) from the frame origin to the sole centre
         P = np.eye(6)
         P[3, 1], P[4, 0] = -d, d
-        return P @ ConstraintForce(mech, self.name)
+        return _RowScaled(P @ ConstraintForce(mech, self.name), self._share_factors, "per load")
+
+    def _share_factors(self) -> np.ndarray:
+        k = 1.0
+        if math.isfinite(self.load) and self.nominal_load > 0:
+            k = 1.0 / max(self.load / self.nominal_load, 0.05)
+        return np.array([1.0, 1.0, 1.0, k, k, k])
+
+
+class _RowScaled(Expr):
+    """An expression whose rows are multiplied by factors read at each evaluation, ``factors() -> (m,)``."""
+
+    def __init__(self, x: Expr, factors: Callable[[], np.ndarray], label: str):
+        self.x, self.factors, self.label = x, factors, label
+
+    def evaluate(self, ctx):
+        return self.x.evaluate(ctx).scale(self.factors(), 1)
+
+    def describe(self):
+        return f"{self.label} * ({self.x.describe()})"
+
+
+def note_loads(sol, feet) -> None:
+    """After a solve: each planted :class:`FootContact` remembers its normal force (N)."""
+    for c in feet:
+        c.load = float(sol.lam[c.name][2])
 
 
 @dataclass
@@ -117,14 +155,12 @@ class StanceGains:
     posture_kp: float = 100.0
     posture_kd: float = 20.0
     posture_weight: float = 0.1
-    # what the tasks leave free (how the load is shared between the feet, internal forces) is
-    # fixed by a small cost on each planted foot's wrench at its sole centre: small forces (an
-    # even share) and smaller moments still (the centre of pressure mid-sole rather than at the
-    # soles' edges, where the least squared torques would put it and a foot would be about to
-    # tip), so a roll moment is carried by moving load between the feet. Small next to the tasks
-    # (10 N m cost what 1e-3 m/s^2 of a task does: they do not bend the motion), yet they keep
-    # those directions well conditioned, which otherwise rest on round-off.
-    wrench_weights: tuple = (1e-4, 1e-4, 1e-4, 1e-3, 1e-3, 1e-3)  # per N, N, N, N m, N m, N m
+    # what the tasks leave free (how two feet share the load, internal forces) is chosen by a
+    # regularization on each planted foot's wrench at its sole centre: it never bends the tasks,
+    # only these weights' ratios matter. Moments cost far more than forces, so a roll or pitch
+    # moment is carried by moving load between the feet and the centres of pressure stay near
+    # mid-sole (the least squared torques would put them at the soles' edges, a foot about to tip)
+    wrench_weights: tuple = (1.0, 1.0, 1.0, 50.0, 50.0, 50.0)  # per N, N, N, N m, N m, N m
 
 
 def whole_body_stance(model_mech, feet: Sequence[dict], torso: str, path: Path, *, torque_limit: float = 300.0,
@@ -154,8 +190,11 @@ def whole_body_stance(model_mech, feet: Sequence[dict], torso: str, path: Path, 
             c.bind(cm)
             cm.constraints[c.name] = c
         eqs = EquationSet(kp=0.0, kv=0.0, critical_forms=False)  # feet: no acceleration, no pull-back
-        for c in [c for c in cm.constraints.values() if isinstance(c, FootContact)]:
-            eqs.add_cost(f"{c.name} wrench", c.sole_wrench(cm), np.array(g.wrench_weights))
+        planted = [c for c in cm.constraints.values() if isinstance(c, FootContact)]
+        weight = float(np.sum([i.mass for i in cm.model.inertias])) * float(-cm.model.gravity.linear[2])
+        for c in planted:
+            c.nominal_load = weight / len(planted)
+            eqs.add_regularization(f"{c.name} wrench", c.sole_wrench(cm), np.array(g.wrench_weights))
         p, o = FramePoint(cm, torso), FrameOrientation(cm, torso)
         R0 = o.position(cm)
 
@@ -169,12 +208,8 @@ def whole_body_stance(model_mech, feet: Sequence[dict], torso: str, path: Path, 
                      g.orientation_weight)
         ref = {"a": np.zeros(cm.nv)}
         model = cm.model
-        for j in range(2, model.njoints):  # every joint but the free flyer
-            name = model.names[j]
-            jm = model.joints[j]
-            sl = slice(jm.idx_v, jm.idx_v + jm.nv)
-            eqs.add_cost(f"posture {name}", JointAcceleration(cm, name) - TimeFunction(lambda t, sl=sl: ref["a"][sl], name),
-                         g.posture_weight)
+        joints = JointAccelerations(cm)  # every joint but the free flyer
+        eqs.add_cost("posture", joints - TimeFunction(lambda t: ref["a"][joints.v_index], "posture"), g.posture_weight)
         tau = ControlTorques(cm)
         eqs.add_inequality("torque limit", tau <= torque_limit)
         eqs.add_inequality("torque limit (negative)", tau >= -torque_limit)
@@ -183,6 +218,7 @@ def whole_body_stance(model_mech, feet: Sequence[dict], torso: str, path: Path, 
             q, v = ctl.q, ctl.v
             ref["a"] = g.posture_kp * pin.difference(model, q, q0) - g.posture_kd * v
             sol = evaluate(cm, eqs, ctl.t, q, v)
+            note_loads(sol, planted)
             program.last = sol
             ctl.assign("whole-body torques", out, sol.tau)
             yield
