@@ -354,14 +354,7 @@ class EquationSet:
 
     def add_cost(self, name: str, expr, weight=1.0) -> None:
         """Add a named cost ``1/2 |weight * expr|^2``; expr is affine in the unknowns (an acceleration, torque, ...)."""
-        from .expressions import Expr as _E
-        if isinstance(expr, Equation):
-            expr = expr.residual
-        if not isinstance(expr, _E):
-            raise EquationError(f"add_cost({name!r}, ...) needs an expression, got {type(expr).__name__}")
-        self._check_new(name)
-        self.costs[name] = Cost(expr, weight)
-        self.version += 1
+        self._add_weighted(self.costs, "add_cost", name, expr, weight)
 
     def add_regularization(self, name: str, expr, weight=1.0) -> None:
         """Add a named regularization ``1/2 |weight * expr|^2``: it only chooses among what the
@@ -369,13 +362,16 @@ class EquationSet:
         never trading against a cost, and replaces the default (least squared torques, then
         forces) there; the default fills what regularizations leave free. Its weights only
         matter relative to each other's."""
+        self._add_weighted(self.regularizations, "add_regularization", name, expr, weight)
+
+    def _add_weighted(self, table: dict, what: str, name: str, expr, weight) -> None:
         from .expressions import Expr as _E
         if isinstance(expr, Equation):
             expr = expr.residual
         if not isinstance(expr, _E):
-            raise EquationError(f"add_regularization({name!r}, ...) needs an expression, got {type(expr).__name__}")
+            raise EquationError(f"{what}({name!r}, ...) needs an expression, got {type(expr).__name__}")
         self._check_new(name)
-        self.regularizations[name] = Cost(expr, weight)
+        table[name] = Cost(expr, weight)
         self.version += 1
 
     def add_inequality(self, name: str, inequality: Inequality) -> None:
