@@ -28,11 +28,15 @@ FEET = {"foot_l": "left sole", "foot_r": "right sole"}
 MU = 0.8
 
 
-def build(integrator: str = "rk4", dt: float = 1e-3, mass_error: float = 0.0, steps: int = STEPS) -> Scenario:
+def build(integrator: str = "semi_implicit_euler", dt: float = 1e-3, mass_error: float = 0.0,
+          steps: int = STEPS) -> Scenario:
     """The walking scenario.
 
     Args:
         integrator: integrator name; dt: integration step (s), at most the servo's 1 ms period.
+            Semi-implicit Euler at 1 ms, as the servo's clock: the torques change every step, and
+            rk4's three more evaluations per step change the walk by less than a millimetre
+            (tests/test_walking_fd.py compares them).
         mass_error: relative error of the controller's model of the torso's mass (and inertia).
         steps: how many steps the walking program plans.
     """

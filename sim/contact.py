@@ -725,11 +725,19 @@ class _Geometry:
         mech.kinematics()
         A, B = _Body(mech, ja), _Body(mech, jb)
         points = []
+        snapped: list[np.ndarray] = []
         for p in _dedupe(pts):
             xa = p + n * (n @ (face_a - p))  # onto A's support plane along n
             xb = p - n * (n @ (p - plane_b))  # onto B's
+            # a corner stays its body's own corner (a tilted sole's support plane through its lowest
+            # corner would put the others' images off the sole)
+            if np.min(np.linalg.norm(verts_a - p, axis=1)) <= near:
+                xa = verts_a[int(np.argmin(np.linalg.norm(verts_a - p, axis=1)))]
             if len(verts_b) and np.min(np.linalg.norm(verts_b - p, axis=1)) <= near:
                 xb = verts_b[int(np.argmin(np.linalg.norm(verts_b - p, axis=1)))]
+            if any(np.linalg.norm(xa - y) <= 1e-9 for y in snapped):
+                continue  # two patch points at one corner: one support point
+            snapped.append(xa)
             crossing = _margin(face_b, B, xa[None])[0] <= near and _margin(face_a_l, A, xb[None])[0] <= near
             if self._owner(face_b, face_a_l, A, B, xa, xb, near) == 0:
                 points.append(SupportPoint(Ja.actInv(xa), Jb.actInv(xb), crossing=crossing))
