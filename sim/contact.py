@@ -70,7 +70,7 @@ from scipy.optimize import nnls
 from controlkit.constraints import Constraint
 from controlkit.dynamics import evaluate
 from controlkit.equations import build_problem
-from controlkit.errors import ControlkitError
+from controlkit.errors import ControlkitError, InconsistentEquationsError
 from controlkit.vec3 import cross
 
 from .collision import CollisionWorld, PairFilter
@@ -1029,7 +1029,14 @@ class ContactSource(EventSource):
             return d
         mech = sim.mech
         if not (mech._q is q and mech._v is v and mech.solution is not None and mech.problem is not None):
-            sim._accel(t, q, v)
+            try:
+                sim._accel(t, q, v)
+            except InconsistentEquationsError:
+                # the supports' rows can no longer hold together (nearly dependent, drifted apart):
+                # their force guards read as crossed, so the first such instant is an event and the
+                # supports are chosen again there
+                return np.concatenate([d] + [np.full(len(self._hinge_guards(h, np.zeros(h.size))), -1.0)
+                                             for h in self.hinges.values()])
         sol = mech.solution
         out = [d]
         for h in self.hinges.values():
