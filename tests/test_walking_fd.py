@@ -1,0 +1,79 @@
+"""Walking by forward dynamics on real contact (issue 7 part 2): ``examples/walking_fd.py``.
+
+A 1 kHz whole-body QP on the controller's own model computes the torques; the simulator holds
+them and the soles touch the ground through unilateral Coulomb contacts (mu 0.8), no welds. The
+acceptance asks for 20 s (the figures go in the closing note); these runs cover the weight
+shift and three steps (3.9 s) with the exact model and with a 10% heavier torso in the model.
+"""
+import numpy as np
+import pytest
+
+from sim.runner import load_script
+
+EXAMPLE = load_script(__import__("pathlib").Path(__file__).resolve().parents[1] / "examples" / "walking_fd.py")
+T = 3.9  # s: heel strikes at about 1.8, 2.8 and 3.8 s
+
+
+class _Walks(dict):
+    """Each walk run on first use, so one that raises does not take the other's tests with it."""
+
+    def __missing__(self, mass_error):
+        scn = EXAMPLE.build(mass_error=mass_error)
+        rec = scn.sim.run(T)
+        self[mass_error] = (scn, rec, EXAMPLE.walking_statistics(rec))
+        return self[mass_error]
+
+
+@pytest.fixture(scope="module")
+def walks():
+    return _Walks()
+
+
+@pytest.mark.parametrize("mass_error", [0.0, 0.1])
+def test_the_biped_walks_on_real_contact_without_welds(walks, mass_error):
+    """Exact model, and a controller whose torso (with the head) is 10% heavier than the robot's."""
+    scn, rec, s = walks[mass_error]
+    assert not any(name.startswith(("weld", "stance")) for name in scn.sim.mech.constraints)  # no welds
+    assert s["steps"] >= 3 and not s["fell"]
+    assert s["max_strike_error"] < 0.01  # m: each heel lands within 1 cm of its target
+    assert s["max_stance_slip"] < 0.01  # m: no standing foot slides 1 cm
+    assert s["torso_height_spread"] < 0.05 and s["max_roll_deg"] < 5.0 and s["max_pitch_deg"] < 5.0
+    assert s["heading_drift_deg"] < 5.0
+
+
+@pytest.mark.parametrize("mass_error", [0.0, 0.1])
+def test_heel_strikes_are_impacts_and_lift_offs_break_the_contact_at_once(walks, mass_error):
+    scn, rec, s = walks[mass_error]
+    assert s["strike_impacts"] == s["steps"] and s["strike_contacts"] == s["steps"]
+    lifts = [e for e in rec.events if e.kind == "control" and e.description.endswith("lift-off")]
+    assert len(lifts) >= 3
+    for lift in lifts:
+        # released at the servo's next tick, the unloaded foot (30 N) leaves the ground as its
+        # path lifts it from rest: the contact breaks when its force reaches zero, within 20 ms
+        broken = [e for e in rec.events if e.kind == "contact_broken" and lift.data["foot"] in e.data["pair"]
+                  and lift.time <= e.time <= lift.time + 0.1]
+        assert broken and broken[0].time - lift.time <= 0.02
+
+
+def test_the_heavier_torso_model_pushes_harder_and_still_keeps_the_centre_of_mass_height(walks):
+    _, exact, s0 = walks[0.0]
+    _, heavy, s1 = walks[0.1]
+    f0 = exact.quantity("foot_l contact force")[:, 0] + exact.quantity("foot_r contact force")[:, 0]
+    f1 = heavy.quantity("foot_l contact force")[:, 0] + heavy.quantity("foot_r contact force")[:, 0]
+    # the weight, standing still (the weight shift's first acceleration is a few mm/s^2)
+    assert f0[0] == pytest.approx(75.0 * 9.81, rel=1e-4)
+    assert f1[0] > 75.0 * 9.81 * 1.015  # the servo expects a 5 kg heavier torso (51 kg + 10%): it pushes up
+    assert abs(s1["torso_height_mean"] - s0["torso_height_mean"]) < 0.01
+
+
+def test_the_servos_clock_integrator_agrees_with_rk4():
+    """Semi-implicit Euler at the servo's 1 ms (the demo's default) against rk4: the weight shift
+    and the first lift-off, torso and heels within 2 mm (measured 1.3 mm, the swinging heel)."""
+    out = {}
+    for integrator in ("semi_implicit_euler", "rk4"):
+        scn = EXAMPLE.build(integrator=integrator)
+        rec = scn.sim.run(1.5)
+        t = np.linspace(0.0, 1.5, 151)
+        out[integrator] = np.hstack([np.array([np.interp(t, rec.t, rec.quantity(name)[:, i]) for i in range(3)]).T
+                                     for name in ("torso position", "left heel", "right heel")])
+    assert np.abs(out["rk4"] - out["semi_implicit_euler"]).max() < 2e-3
