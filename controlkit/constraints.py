@@ -83,6 +83,10 @@ class Constraint:
         """
         return self.jacobian()
 
+    #: whether its force acts along its rows right now (``force_jacobian() == jacobian()``); a
+    #: subclass overriding ``force_jacobian`` says when it does (a contact unless it slides)
+    ideal = True
+
     #: whether the critical-form analysis examines this constraint's redundancy (a unilateral
     #: contact's redundant points are resolved by its support set instead)
     second_order = True

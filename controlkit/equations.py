@@ -421,7 +421,7 @@ class _ConstraintPlan:
     column layout, and the critical-form analysis' full-rank reference.
     """
 
-    __slots__ = ("key", "cons", "slices", "rows", "labels", "ideal", "layout", "memo", "second_order")
+    __slots__ = ("key", "cons", "slices", "rows", "labels", "ideal", "nonideal", "layout", "memo", "second_order")
 
     def __init__(self, mech, key):
         self.key = key
@@ -433,7 +433,8 @@ class _ConstraintPlan:
         self.rows = k
         self.labels = ([lab for c in self.cons for lab in c.row_labels()]
                        if all(static_labels(c) for c in self.cons) else None)
-        self.ideal = all(type(c).force_jacobian is Constraint.force_jacobian for c in self.cons)
+        self.nonideal = [c for c in self.cons if type(c).force_jacobian is not Constraint.force_jacobian]
+        self.ideal = not self.nonideal
         self.layout = Layout.for_mechanism(mech)
         self.memo: dict = {}
         # rows of the constraints whose redundancy the critical-form analysis examines (None: all)
@@ -672,7 +673,7 @@ def _constraint_rows(mech, eqs: EquationSet, layout: Layout | None):
     Jc, phi, drift = np.empty((k, mech.nv)), np.empty(k), np.empty(k)
     for c, sl in zip(cons, plan.slices):
         phi[sl], Jc[sl], drift[sl] = c.terms()
-    Jf = None if plan.ideal else np.vstack([c.force_jacobian() for c in cons])
+    Jf = None if plan.ideal or all(c.ideal for c in plan.nonideal) else np.vstack([c.force_jacobian() for c in cons])
     rhs = Jc.dot(v)  # -drift - kv J v - kp phi, with as few temporaries
     rhs *= -eqs.kv
     rhs -= drift

@@ -204,7 +204,10 @@ def _bodies(mech, joints: tuple[int, int]) -> tuple[_Body, _Body]:
     cache = mech.__dict__.get("_contact_bodies")
     if cache is None or cache[0] != mech._version:
         mech.kinematics()
-        cache = mech._contact_bodies = (mech._version, {})
+        world = mech.__dict__.get("_contact_world_body")
+        if world is None or world.J.shape[1] != mech.nv:
+            world = mech._contact_world_body = _Body(mech, 0)  # the world never moves: built once
+        cache = mech._contact_bodies = (mech._version, {0: world})
     table = cache[1]
     out = []
     for j in joints:
@@ -349,6 +352,11 @@ class ContactHinge(Constraint):
         self.depth0 = 0.0  # the pair's signed distance (m, <= 0) when its support was last set
 
     # the constraint protocol ------------------------------------------------
+    @property
+    def ideal(self) -> bool:
+        """Its forces act along its rows unless it slides (kinetic friction)."""
+        return self.mode != "slide" or self.detached
+
     @property
     def signature(self):
         return (self.name, self.version, self.detached, self.mode)
