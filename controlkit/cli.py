@@ -66,13 +66,14 @@ def _run_script(path: Path, args) -> int:
     out = Path(args.out) if args.out else None
     html = args.html
     plot = args.plot
-    if out is not None:
-        html = html or out / f"{scn.name}.html"
-        plot = plot or out / f"{scn.name}.png"
+    folder = out if out is not None else Path(".")
+    if out is not None:  # with --out the replay and plot are written there unless named
+        html = html or "auto"
+        plot = plot or "auto"
     if html == "auto":
-        html = Path(f"{scn.name}.html")
+        html = folder / f"{scn.name}.html"
     if plot == "auto":
-        plot = Path(f"{scn.name}.png")
+        plot = folder / f"{scn.name}.png"
     run_scenario(scn, seconds=args.seconds, out=out, html=html, plot=plot, live=args.live, quiet=args.quiet)
     return 0
 

@@ -29,6 +29,17 @@ def test_a_short_demo_writes_its_replay_plot_and_recording(tmp_path):
     assert f"wrote {html}" in p.stdout
 
 
+def test_html_and_plot_without_names_go_into_the_out_folder(tmp_path):
+    out = tmp_path / "out"
+    p = subprocess.run([sys.executable, "-m", "controlkit.cli", "demo", "thesis_pendulum", "--seconds", "0.1",
+                        "--html", "--plot", "--out", str(out), "--quiet"], capture_output=True, text=True,
+                       timeout=300, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert (out / "thesis_pendulum.html").stat().st_size > 10_000
+    assert (out / "thesis_pendulum.png").stat().st_size > 10_000
+    assert not (tmp_path / "thesis_pendulum.html").exists() and not (tmp_path / "thesis_pendulum.png").exists()
+
+
 def test_a_wrong_demo_name_exits_non_zero_with_the_valid_names():
     p = run("demo", "no_such_demo", check=False)
     assert p.returncode != 0
