@@ -8,7 +8,7 @@ marks an event, a time tolerance and a kind:
   stick/slip, control-program conditions).
 
 The simulator collects guards after every proposed step, isolates the earliest
-crossing to within the tolerance by bisection on the step's dense output,
+crossing to within the tolerance on the step's dense output (Illinois regula falsi),
 re-integrates to that time, handles velocity events first, recomputes the
 accelerations, then handles acceleration events and restarts the integrator.
 """
@@ -65,24 +65,63 @@ def crossed(g0: np.ndarray, g1: np.ndarray) -> np.ndarray:
     return (g0 > 0.0) & (g1 <= 0.0)
 
 
-def isolate(source: EventSource, sim, step, g0: np.ndarray, mask: np.ndarray) -> float:
+def isolate(source: EventSource, sim, step, g0: np.ndarray, mask: np.ndarray,
+            g1: np.ndarray | None = None) -> float:
     """Earliest step fraction theta in (0, 1] where one of the masked guards reaches <= 0.
 
-    Bisection on the dense output; stops when the bracket is below the source's tolerance.
-    Returns the upper end of the bracket, so the guard is already <= 0 there.
+    Args:
+        source: the event source; sim: the simulator (passed to its guards); step: the step
+            (dense output ``step.dense(theta) -> (q, v)``, ``t0``, ``h`` in s).
+        g0: the source's guards at the step's start; mask: those that crossed in the step.
+        g1: the guards at the step's end (evaluated here when not given).
+
+    The bracket ``[lo, hi]`` (all masked guards > 0 at lo, one <= 0 at hi) shrinks by the
+    Illinois variant of regula falsi: the next trial is where the first masked guard reaches zero
+    on the chords between the ends; an end kept twice in a row has its guards halved so the other
+    end moves too; a trial that has not halved the bracket over two iterations is a bisection
+    instead (guards that jump, like a program's boolean conditions). Smooth guards take a handful
+    of trials where bisection takes log2(h / tolerance) (about 20 at 1 ns in a 1 ms step).
+    Stops when the bracket is below the source's tolerance; returns its upper end, where the
+    guard is already <= 0.
     """
-    lo, hi = 0.0, 1.0
     h = step.h
     tol = max(source.tolerance, 1e-15) / max(h, 1e-300)
+    if g1 is None:
+        q, v = step.dense(1.0)
+        g1 = source.guards(sim, step.t0 + h, q, v)
+    lo, hi = 0.0, 1.0
+    glo, ghi = np.asarray(g0, dtype=float)[mask], np.asarray(g1, dtype=float)[mask]
+    kept = 0  # +1: lo kept last time, -1: hi kept last time
+    widths: list[float] = []  # the bracket's width before each trial
     while hi - lo > tol:
-        mid = 0.5 * (lo + hi)
-        q, v = step.dense(mid)
-        g = source.guards(sim, step.t0 + mid * h, q, v)
-        if np.any(crossed(g0[mask], g[mask])):
-            hi = mid
+        width = hi - lo
+        if len(widths) >= 2 and width > 0.5 * widths[-2]:  # not halved over two trials: bisect
+            mid = lo + 0.5 * width
         else:
-            lo = mid
+            mid = lo + width * _first_chord_root(glo, ghi)
+            mid = min(max(mid, lo + 0.25 * tol), hi - 0.25 * tol)  # strictly inside
+        widths.append(width)
+        q, v = step.dense(mid)
+        g = source.guards(sim, step.t0 + mid * h, q, v)[mask]
+        if np.any(g <= 0.0):  # masked guards were all > 0 at the start: this is a crossing
+            hi, ghi = mid, g
+            if kept == 1:
+                glo = 0.5 * glo
+            kept = 1
+        else:
+            lo, glo = mid, g
+            if kept == -1:
+                ghi = 0.5 * ghi
+            kept = -1
     return hi
+
+
+def _first_chord_root(glo: np.ndarray, ghi: np.ndarray) -> float:
+    """Fraction in [0, 1] of the bracket where the first guard reaches zero on the chord from its
+    value at the lower end (> 0) to that at the upper end (the guards <= 0 there only)."""
+    c = ghi <= 0.0
+    a, b = glo[c], ghi[c]
+    return float(np.min(a / (a - b))) if a.size else 0.5
 
 
 def bool_guard(condition: bool) -> float:

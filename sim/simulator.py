@@ -309,7 +309,7 @@ class Simulator:
             g_end.append(g1)
             mask = crossed(g, g1)
             if mask.any():
-                theta = isolate(s, self, step, g, mask)
+                theta = isolate(s, self, step, g, mask, g1)
                 if first is None or theta < first[0] - 1e-15:
                     first = (theta, [(s, g, mask)])
                 elif abs(theta - first[0]) <= 1e-15:
