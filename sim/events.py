@@ -8,7 +8,7 @@ marks an event, a time tolerance and a kind:
   stick/slip, control-program conditions).
 
 The simulator collects guards after every proposed step, isolates the earliest
-crossing to within the tolerance on the step's dense output (Illinois regula falsi),
+crossing to within the tolerance on the step's dense output (safeguarded regula falsi),
 re-integrates to that time, handles velocity events first, recomputes the
 accelerations, then handles acceleration events and restarts the integrator.
 """
@@ -76,10 +76,12 @@ def isolate(source: EventSource, sim, step, g0: np.ndarray, mask: np.ndarray,
         g1: the guards at the step's end (evaluated here when not given).
 
     The bracket ``[lo, hi]`` (all masked guards > 0 at lo, one <= 0 at hi) shrinks by the
-    Illinois variant of regula falsi: the next trial is where the first masked guard reaches zero
-    on the chords between the ends; an end kept twice in a row has its guards halved so the other
-    end moves too; a trial that has not halved the bracket over two iterations is a bisection
-    instead (guards that jump, like a program's boolean conditions). Smooth guards take a handful
+    Anderson-Bjorck variant of regula falsi: the next trial is where the first masked guard
+    reaches zero on the chords between the ends, half a tolerance past it away from the end that
+    moved last (near convergence it lands beyond the root and closes the bracket); an end kept
+    twice in a row has its guards scaled down so the other end moves too; a trial that has not
+    halved the bracket over two iterations is a bisection instead (guards that jump, like a
+    program's boolean conditions). Smooth guards take a handful
     of trials where bisection takes log2(h / tolerance) (about 20 at 1 ns in a 1 ms step).
     Stops when the bracket is below the source's tolerance; returns its upper end, where the
     guard is already <= 0.
@@ -91,29 +93,37 @@ def isolate(source: EventSource, sim, step, g0: np.ndarray, mask: np.ndarray,
         g1 = source.guards(sim, step.t0 + h, q, v)
     lo, hi = 0.0, 1.0
     glo, ghi = np.asarray(g0, dtype=float)[mask], np.asarray(g1, dtype=float)[mask]
-    kept = 0  # +1: lo kept last time, -1: hi kept last time
+    kept = 0  # -1: lo kept last time (hi moved), +1: hi kept last time (lo moved)
     widths: list[float] = []  # the bracket's width before each trial
     while hi - lo > tol:
         width = hi - lo
         if len(widths) >= 2 and width > 0.5 * widths[-2]:  # not halved over two trials: bisect
             mid = lo + 0.5 * width
         else:
-            mid = lo + width * _first_chord_root(glo, ghi)
+            # half a tolerance past the chord's root, away from the end that moved last: near
+            # convergence that trial lands on the other side of the root and closes the bracket
+            mid = lo + width * _first_chord_root(glo, ghi) + 0.5 * tol * kept
             mid = min(max(mid, lo + 0.25 * tol), hi - 0.25 * tol)  # strictly inside
         widths.append(width)
         q, v = step.dense(mid)
         g = source.guards(sim, step.t0 + mid * h, q, v)[mask]
         if np.any(g <= 0.0):  # masked guards were all > 0 at the start: this is a crossing
-            hi, ghi = mid, g
-            if kept == 1:
-                glo = 0.5 * glo
-            kept = 1
-        else:
-            lo, glo = mid, g
             if kept == -1:
-                ghi = 0.5 * ghi
-            kept = -1
+                glo = glo * _shrink(g, ghi)
+            hi, ghi, kept = mid, g, -1
+        else:
+            if kept == 1:
+                ghi = ghi * _shrink(g, glo)
+            lo, glo, kept = mid, g, 1
     return hi
+
+
+def _shrink(g_new: np.ndarray, g_old: np.ndarray) -> np.ndarray:
+    """Anderson-Bjorck factor for the kept end's guards, when the other end moved twice: how much
+    the moving end's guard shrank, ``1 - g_new / g_old``, or 1/2 where that is not in (0, 1)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        m = 1.0 - g_new / g_old
+    return np.where((m > 0.0) & (m < 1.0), m, 0.5)
 
 
 def _first_chord_root(glo: np.ndarray, ghi: np.ndarray) -> float:
