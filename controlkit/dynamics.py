@@ -55,6 +55,7 @@ def _lean(mech, tau: np.ndarray, f_ext: np.ndarray | None) -> Solution:
     if mech.ntau:
         gen[mech.tau_index] += tau
     a = pin.aba(mech.model, mech.data, mech._q, mech._v, gen)
+    mech.kernels_overwritten()  # aba left real accelerations where the kinematics keep the drift
     return Solution(np.concatenate((a, tau)) if tau.size else a, a, tau, {}, "lean")
 
 
@@ -79,6 +80,7 @@ def evaluate(mech, eqs: EquationSet, t: float, q: np.ndarray, v: np.ndarray,
         T.pinocchio += _time.perf_counter() - t0
         T.calls += 1
         mech.solution, mech.problem = sol, None
+        mech.solved_for = (mech._version, id(eqs), eqs.version)
         return sol
     mech.dynamics()
     if mech.constraints:
@@ -94,4 +96,5 @@ def evaluate(mech, eqs: EquationSet, t: float, q: np.ndarray, v: np.ndarray,
     T.calls += 1
     mech.solution = sol
     mech.problem = p
+    mech.solved_for = (mech._version, id(eqs), eqs.version)
     return sol

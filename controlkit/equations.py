@@ -19,7 +19,7 @@ and can be inspected; :mod:`controlkit.solver` solves it.
 Assembly runs at every derivative evaluation, so it does not walk the statements'
 expression trees each time: a statement is compiled once per column layout
 (:func:`controlkit.expressions.compile_affine`, checked against its tree), and the
-statements of each kind are stacked once per statement version (``EquationSet.version``)
+statements of each kind are stacked once per statement structure (``EquationSet.structure``)
 into a plan whose constant rows (selections of unknowns, constants, weights) are built
 once; an evaluation adds the Jacobians and values of the state into fresh arrays, so
 every :class:`Problem` owns its rows.
@@ -87,6 +87,13 @@ class Assignment:
 
     def describe(self) -> str:
         return f"{self.quantity.name} := {self.value.describe()}"
+
+
+def _same_held_value_slot(old: Assignment, quantity, value) -> bool:
+    """Whether a re-assignment only changes a constant value: same quantity object, a constant of
+    the same shape, and the old one never compiled into rows (it sets unknowns' columns)."""
+    return (old.quantity is quantity and type(old.value) is Const and type(value) is Const
+            and old.value.value.shape == value.value.shape and "_rows" not in old.__dict__)
 
 
 # -------------------------------------------------------------- the layout
@@ -326,7 +333,15 @@ class EquationSet:
         self.costs: dict[str, Cost] = {}
         self.regularizations: dict[str, Cost] = {}
         self.inequalities: dict[str, Inequality] = {}
+        #: bumped by every change; ``structure`` only by changes of which statements are in force
+        #: (a torque assignment's new value each controller tick keeps the compiled plan)
         self.version = 0
+        self.structure = 0
+
+    def _changed(self, structural: bool = True) -> None:
+        self.version += 1
+        if structural:
+            self.structure += 1
 
     # statements are added and removed by name
     def _check_new(self, name: str) -> None:
@@ -342,15 +357,23 @@ class EquationSet:
             raise EquationError(f"add_equation({name!r}, ...) needs an Equation (lhs == rhs), got {type(equation).__name__}")
         self._check_new(name)
         self.equations[name] = equation
-        self.version += 1
+        self._changed()
 
     def assign(self, name: str, quantity, value) -> None:
         """Directly assign a quantity (a torque, a force, an acceleration) a value (array or expression)."""
-        if name in self.assignments:  # re-assigning at each controller tick is the common case
+        value = as_expr(value)
+        old = self.assignments.get(name)
+        if old is not None and _same_held_value_slot(old, quantity, value):
+            # re-assigning at each controller tick is the common case: a new value for an
+            # unknown's columns (torques) is read when the problem is stacked
+            old.value = value
+            self._changed(structural=False)
+            return
+        if old is not None:
             del self.assignments[name]
         self._check_new(name)
-        self.assignments[name] = Assignment(quantity, as_expr(value))
-        self.version += 1
+        self.assignments[name] = Assignment(quantity, value)
+        self._changed()
 
     def add_cost(self, name: str, expr, weight=1.0) -> None:
         """Add a named cost ``1/2 |weight * expr|^2``; expr is affine in the unknowns (an acceleration, torque, ...)."""
@@ -372,7 +395,7 @@ class EquationSet:
             raise EquationError(f"{what}({name!r}, ...) needs an expression, got {type(expr).__name__}")
         self._check_new(name)
         table[name] = Cost(expr, weight)
-        self.version += 1
+        self._changed()
 
     def add_inequality(self, name: str, inequality: Inequality) -> None:
         """Add named inequality rows (built with ``<=`` or ``>=``)."""
@@ -380,14 +403,14 @@ class EquationSet:
             raise EquationError(f"add_inequality({name!r}, ...) needs an Inequality (a <= b), got {type(inequality).__name__}")
         self._check_new(name)
         self.inequalities[name] = inequality
-        self.version += 1
+        self._changed()
 
     def remove(self, name: str) -> None:
         """Remove a control statement of any kind by name."""
         for d in self._kinds():
             if name in d:
                 del d[name]
-                self.version += 1
+                self._changed()
                 return
         raise UnknownNameError("control statement", name, self.names())
 
@@ -454,15 +477,15 @@ def _constraint_plan(mech, cons: dict) -> _ConstraintPlan:
 
 
 def _assigned_columns(eqs: EquationSet, layout: Layout) -> dict[str, np.ndarray]:
-    """Columns of x set directly by each assignment of a torque or force (cached per statement version)."""
+    """Columns of x set directly by each assignment of a torque or force (cached per statement structure)."""
     c = eqs.__dict__.get("_assigned_cols")
-    if c is None or c[0] != eqs.version or c[1] is not layout:
+    if c is None or c[0] != eqs.structure or c[1] is not layout:
         cols = {}
         for name, asg in eqs.assignments.items():
             q = asg.quantity
             if hasattr(q, "columns") and q.columns(layout)[0] >= layout.nv:
                 cols[name] = q.columns(layout)
-        c = eqs._assigned_cols = (eqs.version, layout, cols)
+        c = eqs._assigned_cols = (eqs.structure, layout, cols)
     return c[2]
 
 
@@ -594,7 +617,7 @@ def _weights(weight, m: int) -> np.ndarray:
 
 
 class _SetPlan:
-    """An equation set compiled for one layout and mechanism (valid for one statement version)."""
+    """An equation set compiled for one layout and mechanism (valid for one statement structure)."""
 
     def __init__(self, eqs: EquationSet, ctx: Context):
         L = ctx.layout
@@ -640,12 +663,12 @@ class _SetPlan:
 
 
 def _set_plan(eqs: EquationSet, ctx: Context) -> _SetPlan:
-    """The equation set's compiled plan for this layout and mechanism (cached per statement version)."""
+    """The equation set's compiled plan for this layout and mechanism (cached per statement structure)."""
     c = eqs.__dict__.get("_plan")
-    if c is not None and c[0] == eqs.version and c[1] is ctx.layout and c[2] is ctx.mech:
+    if c is not None and c[0] == eqs.structure and c[1] is ctx.layout and c[2] is ctx.mech:
         return c[3]
     plan = _SetPlan(eqs, ctx)
-    eqs._plan = (eqs.version, ctx.layout, ctx.mech, plan)
+    eqs._plan = (eqs.structure, ctx.layout, ctx.mech, plan)
     return plan
 
 

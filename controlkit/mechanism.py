@@ -179,11 +179,34 @@ class Mechanism:
         return v
 
     def set_state(self, q, v=None, *, check: bool = True) -> None:
-        """Set the state (q (nq,), v (nv,) in SI units); invalidates cached kernels."""
-        self._q = self.check_q(q) if check else q
+        """Set the state (q (nq,), v (nv,) in SI units); invalidates cached kernels when it changed.
+
+        The same state set again (equal values, e.g. the simulator solving again at a step's end
+        after a controller changed its torques) keeps the kernels, the contact rows and every
+        other cache keyed by the state's version."""
+        q = self.check_q(q) if check else q
         if v is None:
             v = np.zeros(self.nv)
-        self._v = self.check_v(v) if check else v
+        v = self.check_v(v) if check else v
+        self._q, self._v = q, v
+        # the values themselves, not the arrays: a caller may change an array in place
+        key = (q.tobytes(), v.tobytes())
+        if key == self._seen:
+            return
+        self._seen = key
+        self._version += 1
+
+    _seen = None
+    #: (state version, id of the equation set, its version) of ``solution``: what it was solved for
+    solved_for: tuple = (-1, 0, -1)
+
+    def solved(self, eqs) -> bool:
+        """Whether ``solution`` is the solve of these statements at the current state."""
+        return self.solved_for == (self._version, id(eqs), eqs.version)
+
+    def kernels_overwritten(self) -> None:
+        """A kernel was run on ``data`` directly (e.g. ``aba``): everything cached at this state
+        (kinematics, mass matrix, factor, contact rows) is recomputed on its next use."""
         self._version += 1
 
     # ---------------------------------------------------------------- kernels

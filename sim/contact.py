@@ -1036,7 +1036,9 @@ class ContactSource(EventSource):
         if not self.hinges:
             return d
         mech = sim.mech
-        if not (mech._q is q and mech._v is v and mech.solution is not None and mech.problem is not None):
+        # the solution must be this state's under the simulator's statements: a program's guard
+        # may have set the state (to read a point) without solving
+        if not (mech._q is q and mech._v is v and mech.solved(sim.equations)):
             try:
                 sim._accel(t, q, v)
             except InconsistentEquationsError:

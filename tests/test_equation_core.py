@@ -332,3 +332,24 @@ def test_a_light_cost_trades_against_the_task_where_a_regularization_does_not():
     assert "r" in eqs.names() and "REGULARIZATIONS" in __import__("controlkit.printing", fromlist=["x"]).format_equations(mech, eqs)
     eqs.remove("r")
     assert eqs.is_empty()
+
+
+def test_a_solution_is_known_stale_once_the_state_or_the_statements_change(talos):
+    """A guard that finds ``mech.solution`` must know whether it belongs to this state and
+    these statements: a program may have set the state (to read a point) without solving."""
+    q, v = random_state(talos, 3)
+    eqs = EquationSet()
+    eqs.assign("torques", ControlTorques(talos), np.zeros(talos.ntau))
+    evaluate(talos, eqs, 0.0, q, v)
+    assert talos.solved(eqs)
+    talos.set_state(q.copy(), v.copy())  # the same values again: the solve still holds
+    assert talos.solved(eqs)
+    talos.set_state(q, v + 1e-9)
+    assert not talos.solved(eqs)
+    sol0 = evaluate(talos, eqs, 0.0, q, v)
+    eqs.assign("torques", ControlTorques(talos), np.ones(talos.ntau))  # a new held value
+    assert not talos.solved(eqs)
+    sol1 = evaluate(talos, eqs, 0.0, q, v)
+    assert talos.solved(eqs)
+    assert np.abs(sol1.a - sol0.a).max() > 1e-6  # the new torques were used, not a cached solve
+    assert not talos.solved(EquationSet())
