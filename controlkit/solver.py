@@ -434,11 +434,14 @@ def _with_default(H, c, default, regularization=None):
     those directions first; the default takes what they leave flat.
     """
     n = len(H)
-    F = None if not n or _no_flat_direction(H) else _flat_directions(H)
-    if F is None or not F.shape[1]:
+    if not n or _no_flat_direction(H):
         return H + 1e-12 * np.eye(n), c  # what the eigendecomposition gives when nothing is flat
+    F, V, w = _flat_split(H)
+    if not F.shape[1]:
+        return H + 1e-12 * np.eye(n), c
     if regularization is not None:
-        H, c, F = _regularize(H, c, F, regularization)
+        # the costs' own minimum off F, from the same eigendecomposition (H's pseudo-inverse)
+        H, c, F = _regularize(H, c, F, regularization, V @ ((V.T @ c) / w))
         if not F.shape[1]:
             return H + 1e-12 * np.eye(n), c
     D, cD = default()
@@ -446,22 +449,20 @@ def _with_default(H, c, default, regularization=None):
     return H, c + F @ (F.T @ cD)
 
 
-def _regularize(H, c, F, regularization):
+def _regularize(H, c, F, regularization, z_costs):
     """The regularizations (``regularization() -> (Hessian, linear term)``) on the directions F the
     costs (H, c) leave flat; returns H, c and what the regularizations leave flat.
 
     Lexicographic: they are minimized over F with the other directions where the costs put them
-    (their unconstrained minimum, exact unless an inequality moves it). Acting on F alone, their
-    scale does not move the minimum: brought to the costs' scale, quadprog sees a well-conditioned
-    Hessian whatever the user's weights.
+    (``z_costs``, their unconstrained minimum off F, exact unless an inequality moves it). Acting
+    on F alone, their scale does not move the minimum: brought to the costs' scale, quadprog sees
+    a well-conditioned Hessian whatever the user's weights.
     """
     Hr, cr = regularization()
     HF = F.T @ Hr @ F
     w, V = np.linalg.eigh(HF)
     if not w[-1] > 0.0:
         return H, c, F
-    z_costs = np.linalg.lstsq(H, c, rcond=RANK_TOL)[0]
-    z_costs -= F @ (F.T @ z_costs)
     k = max(1.0, float(np.trace(H))) / w[-1]
     H = H + k * (F @ HF @ F.T)
     c = c + k * (F @ (F.T @ (cr - Hr @ z_costs)))
@@ -469,14 +470,21 @@ def _regularize(H, c, F, regularization):
 
 
 def _flat_directions(H) -> np.ndarray:
-    """Orthonormal eigenvectors (n, k) of the symmetric H with eigenvalues ``<= RANK_TOL * max(1, w_max)``.
+    """Orthonormal eigenvectors (n, k) of the symmetric H with eigenvalues ``<= RANK_TOL * max(1, w_max)``."""
+    return _flat_split(H)[0]
+
+
+def _flat_split(H):
+    """H's eigendecomposition split at ``RANK_TOL * max(1, w_max)``: the flat directions F (n, k),
+    the others V (n, n - k) and their eigenvalues w (n - k,).
 
     numpy's eigh on purpose: when H's flat eigenvalues sit close to the next ones (the internal
     forces between two planted feet: ~1e-13, then ~1e-6, with |H| ~ 1e4), their subspace is only
     defined to ~1e-6, and another LAPACK build's eigenvectors move the solution by that much.
     """
     w, V = np.linalg.eigh(H)
-    return V[:, w <= RANK_TOL * max(1.0, w.max(initial=0.0))]
+    flat = w <= RANK_TOL * max(1.0, w.max(initial=0.0))
+    return V[:, flat], V[:, ~flat], w[~flat]
 
 
 def _no_flat_direction(H) -> bool:

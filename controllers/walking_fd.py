@@ -209,6 +209,9 @@ class WalkPlan:
         rhs[0], rhs[-1] = P[0], P[-1]
         X = solve_banded((1, 1), ab, rhs)
         self._spline = CubicSpline(tg, X, axis=0)
+        # breakpoints and coefficients as plain arrays: read at every servo tick (scipy's
+        # properties convert on each access)
+        self._knots, self._coef = np.asarray(self._spline.x), np.asarray(self._spline.c)
         # the weight shift from rest: a quintic onto the pendulum's solution at START_TIME
         ts = start if self.steps else 0.0
         if ts > 0:
@@ -234,10 +237,10 @@ class WalkPlan:
 
     def _cubic(self, t: float):
         """The spline's value, rate and acceleration at t from its coefficients (one piece, one pass)."""
-        sp = self._spline
-        i = min(max(int(np.searchsorted(sp.x, t, side="right")) - 1, 0), len(sp.x) - 2)
-        d = t - sp.x[i]
-        c3, c2, c1, c0 = sp.c[:, i]  # highest power first
+        x = self._knots
+        i = min(max(int(x.searchsorted(t, side="right")) - 1, 0), len(x) - 2)
+        d = t - x[i]
+        c3, c2, c1, c0 = self._coef[:, i]  # highest power first
         return ((c3 * d + c2) * d + c1) * d + c0, (3.0 * c3 * d + 2.0 * c2) * d + c1, 6.0 * c3 * d + 2.0 * c2
 
     def _blend(self, t):

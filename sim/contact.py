@@ -1023,6 +1023,7 @@ class ContactSource(EventSource):
 
     # --------------------------------------------------------------- guards
     def guards(self, sim, t, q, v):
+        self._layout = None
         d = self.world.distances(q)
         for k, d0 in self._grace.items():
             # broken while touching: a later return is a crossing past the slack, counted from
@@ -1048,15 +1049,43 @@ class ContactSource(EventSource):
                 return np.concatenate([d] + [np.full(len(self._hinge_guards(h, np.zeros(h.size))), -1.0)
                                              for h in self.hinges.values()])
         sol = mech.solution
-        out = [d]
+        out, starts, at = [d], [], len(d)
         for h in self.hinges.values():
+            starts.append(at)
             out.append(self._hinge_guards(h, sol.lam.get(h.name, np.zeros(h.size))))
+            at += len(out[-1])
+        self._layout = (self._layout_key(q), starts, at)
         return np.concatenate(out)
 
+    _layout = None
+
+    def _layout_key(self, q):
+        """What the state-only guards depend on besides the statements."""
+        return (q.tobytes(), tuple(self._grace.items()),
+                tuple((k, id(h), h.version, h.mode, h.controlled, h.depth0) for k, h in self.hinges.items()))
+
+    def guards_after_control(self, sim, t, q, v, before):
+        """Only the force guards again (the support margins, stick and slide): distances and
+        vertex gaps depend on the state alone, which a control phase does not change."""
+        lay, mech = self._layout, sim.mech
+        if lay is None or len(before) != lay[2] or lay[0] != self._layout_key(q) \
+                or not (mech._q is q and mech._v is v and mech.solved(sim.equations)):
+            return self.guards(sim, t, q, v)
+        sol, out = mech.solution, before.copy()
+        for h, start in zip(self.hinges.values(), lay[1]):
+            f = self._force_guards(h, sol.lam.get(h.name, np.zeros(h.size)))
+            out[start:start + len(f)] = f
+        return out
+
     def _hinge_guards(self, h: ContactHinge, lam: np.ndarray) -> np.ndarray:
+        return np.asarray(self._force_guards(h, lam) + self._geometry_guards(h), dtype=float)
+
+    def _force_guards(self, h: ContactHinge, lam: np.ndarray) -> list[float]:
+        """The guards that depend on the forces (the statements): support margin, stick or slide
+        (none for a controlled hinge: the solve keeps its forces compressive and in the pyramid)."""
+        if h.controlled:
+            return []
         fn, ft = h.forces(lam)
-        if h.controlled:  # the solve keeps its forces compressive and in the pyramid
-            return np.asarray(self._geometry_guards(h), dtype=float)
         # the support holds while some compressive distribution over all its points gives these
         # forces; a margin that is zero in theory (a point resting with no load) fires only on a
         # tensile force beyond round-off, not on noise around zero
@@ -1065,8 +1094,7 @@ class ContactSource(EventSource):
             g.append(h.mu_s * fn.sum() - np.linalg.norm(ft))
         elif h.mode == "slide":
             g.append(h.tangential_velocity() @ h.slide_dir)
-        g.extend(self._geometry_guards(h))
-        return np.asarray(g, dtype=float)
+        return g
 
     def _geometry_guards(self, h: ContactHinge) -> list[float]:
         """Spare vertices touching down (inside the other's face) and support points leaving a face."""

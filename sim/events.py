@@ -42,6 +42,14 @@ class EventSource:
         """React at the event time (the simulator's state is there); may change v, constraints, equations."""
         raise NotImplementedError
 
+    def guards_after_control(self, sim, t: float, q: np.ndarray, v: np.ndarray,
+                             before: np.ndarray) -> np.ndarray:
+        """Guard values at an unchanged state after a control phase changed the statements.
+
+        ``before`` (k,) are their values at this state under the old statements: a source whose
+        guards partly depend on the state alone may recompute only the rest. Default: all again."""
+        return self.guards(sim, t, q, v)
+
     def max_step(self, sim, t: float, q: np.ndarray, v: np.ndarray) -> float:
         """Largest step (s) that cannot skip an event of this source (anti-tunnelling); inf if none."""
         return np.inf

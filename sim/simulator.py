@@ -355,7 +355,8 @@ class Simulator:
         at an unchanged state: a contact force can become tensile right now. Its guard is then
         already <= 0 at the next step's start, where no crossing would ever be seen; compared
         with the guards at the end of the step (the old statements), it is handled here."""
-        now = [s.guards(self, self.t, self.q, self.v) for s in sources]
+        # the state is the step's end: what depends on it alone (distances, vertex gaps) stands
+        now = [_guards_after_control(s, self, g) for s, g in zip(sources, g_end)]
         fired = [(s, g, crossed(g, g1)) for s, g, g1 in zip(sources, g_end, now) if g.shape == g1.shape]
         fired = [f for f in fired if f[2].any()]
         if fired:
@@ -412,3 +413,12 @@ class Simulator:
         mech = self.mech
         vals = {name: np.atleast_1d(qty.position(mech)).ravel() for name, qty in self.record_quantities.items()}
         self.recording.append(self.t, self.q, self.v, mech.solution.tau, vals)
+
+
+def _guards_after_control(source, sim, before: np.ndarray) -> np.ndarray:
+    """A source's guards at the simulator's state after a control phase (any object with
+    ``guards`` is a source; :class:`EventSource` subclasses may recompute only what changed)."""
+    after = getattr(source, "guards_after_control", None)
+    if after is None:
+        return source.guards(sim, sim.t, sim.q, sim.v)
+    return after(sim, sim.t, sim.q, sim.v, before)

@@ -99,3 +99,21 @@ def _involves(event, body: str) -> bool:
     """The event concerns a contact pair with this body (impacts name every pair they resolve)."""
     pairs = event.data.get("pairs") or [event.data.get("pair", ())]
     return any(body in pair for pair in pairs)
+
+
+def test_after_a_servo_tick_only_the_force_guards_are_evaluated_again_and_they_equal_a_full_evaluation():
+    """At a servo tick the state stands and the torques change: the contact source re-evaluates
+    its force guards (support margins, stick) and keeps the distances and vertex gaps."""
+    scn = EXAMPLE.build()
+    sim = scn.sim
+    sim.run(0.05)  # standing on both soles
+    src = next(s for s in sim.sources if getattr(s, "hinges", None))
+    g_end = src.guards(sim, sim.t, sim.q, sim.v)
+    tau = sim.mech.solution.tau
+    push = np.random.default_rng(0).standard_normal(tau.size) * 20.0  # N m: a different command
+    sim.equations.assign("whole-body torques", sim.equations.assignments["whole-body torques"].quantity, tau + push)
+    sim.solve_now()
+    fast = src.guards_after_control(sim, sim.t, sim.q, sim.v, g_end)
+    full = src.guards(sim, sim.t, sim.q, sim.v)
+    assert np.abs(fast - g_end).max() > 1.0  # the forces moved (N)...
+    np.testing.assert_allclose(fast, full, rtol=0, atol=1e-9)  # ...and nothing else did
