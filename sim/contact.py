@@ -43,7 +43,9 @@ pair of the collision world:
 
 A support point where an edge of one face crosses an edge of the other belongs to neither body
 once the edges slide along each other; :meth:`ContactSource.follow_crossings` (run after every
-step) moves it to the current crossing.
+step) moves it to the current crossing. An edge crossing the other's edge at an angle (not both
+in the contact plane) has the edges' own row instead (:func:`_edge_rows`: their distance along
+``e_A x e_B``), watched for the crossing leaving either edge.
 
 Under inverse dynamic control a hinge on an actuated body (a robot's foot) is **controlled**:
 it keeps every candidate point and hands the solve ``lam_n >= 0`` and a friction pyramid as
@@ -256,6 +258,68 @@ def _gap_rows(P: _Body, Q: _Body, k: np.ndarray, la: np.ndarray, lo: np.ndarray,
     return phi, J, drift, G
 
 
+def _edge_geometry(A: _Body, B: _Body, e: tuple):
+    """The closest points of an edge of A and an edge of B (lines, world), their normal and how far
+    (m) the closest points lie inside each segment.
+
+    Args:
+        e: ``(a0, a1, b0, b1, sign)``: the edges' ends in A's and B's joint frames.
+    Returns ``(xa, xb, n, c, u, w, inside)``: n = sign (u x w) / |u x w| (unit, from B towards A),
+    c = u x w, u = a1 - a0 and w = b1 - b0 (world), inside = the smallest distance of a closest
+    point from its segment's ends (negative outside)."""
+    a0, b0 = A.point(e[0]), B.point(e[2])
+    u, w = A.R @ (e[1] - e[0]), B.R @ (e[3] - e[2])
+    s, t, inside = _closest_on_lines(a0, u, b0, w)
+    c = cross(u, w)
+    n = e[4] * c / math.sqrt(c @ c)
+    return a0 + s * u, b0 + t * w, n, c, u, w, inside
+
+
+def _closest_on_lines(a0: np.ndarray, u: np.ndarray, b0: np.ndarray, w: np.ndarray):
+    """Parameters s, t of the closest points ``a0 + s u``, ``b0 + t w`` of two non-parallel lines,
+    and the smallest distance (m) of either point from its segment's ends (negative outside)."""
+    r = a0 - b0
+    uu, uw, ww, ur, wr = u @ u, u @ w, w @ w, u @ r, w @ r
+    den = uu * ww - uw * uw
+    s = (uw * wr - ww * ur) / den
+    t = (uu * wr - uw * ur) / den
+    return s, t, min(min(s, 1.0 - s) * math.sqrt(uu), min(t, 1.0 - t) * math.sqrt(ww))
+
+
+def _edge_rows(A: _Body, B: _Body, e: tuple, u_slide: np.ndarray | None, mu_k: float):
+    """The row of an edge of A crossing an edge of B: their signed distance along the common normal.
+
+    ``phi = n . (x_A - x_B)`` (x the lines' closest points, n = sign e_A x e_B / |e_A x e_B|),
+    ``d phi/dt = n . (v_A(x_A) - v_B(x_B))`` (n turns, but stays normal to ``x_A - x_B = phi n``;
+    the points slide along the edges, normal to n) and ``d2 phi/dt2 = n . (a_A(x_A) - a_B(x_B))
+    + 2 n' . (v_A(x_A) - v_B(x_B)) - phi |n'|^2`` (from the material points at x_A and x_B,
+    ``n'' . (x_A - x_B) = -phi |n'|^2``). Returns ``(phi, J (1, nv), drift (1,), G (1, nv))`` as
+    :func:`_gap_rows` (G carries the kinetic friction ``-mu_k lam u`` when sliding)."""
+    xa, xb, n, c, u, w, _ = _edge_geometry(A, B, e)
+    phi = float(n @ (xa - xb))
+    JD = A.along((xa - A.t)[None], n) - B.along((xb - B.t)[None], n)
+    cdot = cross(cross(A.w, u), w) + cross(u, cross(B.w, w))
+    nc = math.sqrt(c @ c)
+    ch = c / nc
+    ndot = e[4] * (cdot - ch * (ch @ cdot)) / nc
+    dv = A.velocity(xa[None])[0] - B.velocity(xb[None])[0]
+    JD[0, -1] += 2.0 * (ndot @ dv) - phi * (ndot @ ndot)
+    J = JD[:, :-1]
+    G = J
+    if u_slide is not None:
+        x, us = xa[None], u_slide[None]
+        G = J - mu_k * (A.directional_jacobian(x, us) - B.directional_jacobian(x, us))
+    return np.array([phi]), J, JD[:, -1], G
+
+
+def _point_rows_of(sides, p: SupportPoint, u: np.ndarray | None, mu_k: float):
+    """The rows of one support point (a material point on a surface, or an edge crossing)."""
+    if p.edges is not None:
+        return _edge_rows(sides[0][0], sides[0][1], p.edges, u, mu_k)
+    uo = None if u is None else (u if p.owner == 0 else -u)
+    return _gap_rows(*sides[p.owner], p.local_a[None, :], p.local_o[None, :], np.array([p.radius]), uo, mu_k)
+
+
 def _crossk(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Row-wise cross products of (k, 3) / (3,) arrays without numpy.cross's overhead."""
     if a.ndim == 1:  # w x r_i = r_i @ skew(w)^T
@@ -288,6 +352,10 @@ class SupportPoint:
     #: where an edge of one face crosses an edge of the other: a point of neither body, which
     #: moves along both edges as they slide; the source re-places it after every step
     crossing: bool = False
+    #: an edge of A crossing an edge of B at an angle: ``(a0, a1, b0, b1, sign)``, the edges'
+    #: ends in A's and B's joint frames; its row is the edges' distance along ``sign e_A x e_B``
+    #: (see :func:`_edge_rows`), ``local_a``/``local_o`` the crossing's closest points
+    edges: tuple | None = None
 
 
 @dataclass
@@ -456,7 +524,7 @@ class ContactHinge(Constraint):
         # the key holds the points themselves: ids of freed points could be reused
         key = (self.version, tuple(self.points))
         if not _same_key(self._group_key, key):
-            own = np.array([p.owner for p in self.points], dtype=int)
+            own = np.array([-1 if p.edges is not None else p.owner for p in self.points], dtype=int)
             self._group_cache = [
                 (owner, idx, np.array([self.points[i].local_a for i in idx], dtype=float),
                  np.array([self.points[i].local_o for i in idx], dtype=float),
@@ -468,11 +536,17 @@ class ContactHinge(Constraint):
     def _normal_rows(self, sides):
         u = self._sliding_direction(*sides[0]) if self.mode == "slide" else None
         groups = self._groups()
-        if len(groups) == 1 and groups[0][0] == 0:  # the common case: every point is A's
+        m = len(self.points)
+        if len(groups) == 1 and groups[0][0] == 0 and len(groups[0][1]) == m:  # the common case: every point is A's
             _, _, la, lo, rad = groups[0]
             return _gap_rows(*sides[0], la, lo, rad, u, self.mu_k)
-        m, nv = len(self.points), self.mech.nv
+        nv = self.mech.nv
         out = [np.zeros(m), np.zeros((m, nv)), np.zeros(m), np.zeros((m, nv))]
+        for i, p in enumerate(self.points):
+            if p.edges is not None:  # an edge crossing an edge at an angle
+                rows = _edge_rows(*sides[0][:2], p.edges, u, self.mu_k)
+                for k in range(4):
+                    out[k][i] = rows[k][0]
         for owner, idx, la, lo, rad in groups:
             uo = None if u is None else (u if owner == 0 else -u)  # the owner's direction relative to the other
             rows = _gap_rows(*sides[owner], la, lo, rad, uo, self.mu_k)
@@ -734,7 +808,16 @@ class _Geometry:
         A, B = _Body(mech, ja), _Body(mech, jb)
         points = []
         snapped: list[np.ndarray] = []
+        edges_a = _box_edges(sa, Ma)
+        edges_b = _box_edges(sb, Mb) if isinstance(sb, coal.Box) else []
         for p in _dedupe(pts):
+            ee = self._edge_crossing(edges_a, edges_b, p, n, near, Ma.translation)
+            if ee is not None:  # an edge crossing the other's edge at an angle: the edges' own row
+                a0, a1, b0, b1, sign, xa, xb = ee
+                snapped.append(xa)
+                points.append(SupportPoint(Ja.actInv(xa), Jb.actInv(xb), crossing=True, edges=(
+                    Ja.actInv(a0), Ja.actInv(a1), Jb.actInv(b0), Jb.actInv(b1), sign)))
+                continue
             xa = p + n * (n @ (face_a - p))  # onto A's support plane along n
             xb = p - n * (n @ (p - plane_b))  # onto B's
             # a corner stays its body's own corner (a tilted sole's support plane through its lowest
@@ -767,6 +850,32 @@ class _Geometry:
         faces = (face_b, face_a_l)
         return _PairContact(pair, (objs[ia].name, objs[ib].name), (ja, jb), nb, points, region, spare, faces,
                             Ja.rotation.T @ -n)
+
+    def _edge_crossing(self, edges_a, edges_b, p, n, near, center_a):
+        """The edges of A and B through patch point p (world) when they cross at an angle, else None.
+
+        Both edges pass within ``near`` of p, are not parallel, their closest points lie inside both
+        segments (farther than ``near`` from the ends: a corner is a vertex point), and they are
+        not both in the contact plane (normal n; such coplanar crossings are face points). Returns
+        ``(a0, a1, b0, b1, sign, x_a, x_b)``: the edges' ends, the sign that makes ``sign e_A x e_B``
+        point from B towards A (A's centre ``center_a`` on its positive side) and the closest points."""
+        if not len(edges_a) or not len(edges_b):
+            return None
+        (a0, a1), (b0, b1) = _nearest_edge(edges_a, p), _nearest_edge(edges_b, p)
+        u, w = a1 - a0, b1 - b0
+        if _segment_distance(p, a0, u) > near or _segment_distance(p, b0, w) > near:
+            return None
+        c = np.cross(u, w)
+        if np.linalg.norm(c) < 1e-3 * np.linalg.norm(u) * np.linalg.norm(w):
+            return None  # (nearly) parallel: a line contact, its ends are the points
+        if abs(n @ u) <= self.touch_distance and abs(n @ w) <= self.touch_distance:
+            return None  # coplanar in the contact plane: a crossing point on a face
+        s, t, inside = _closest_on_lines(a0, u, b0, w)
+        if inside <= near:
+            return None
+        xa, xb = a0 + s * u, b0 + t * w
+        sign = 1.0 if c @ (center_a - xa) > 0 else -1.0
+        return a0, a1, b0, b1, sign, xa, xb
 
     @staticmethod
     def _owner(face_b, face_a, A: _Body, B: _Body, xa: np.ndarray, xb: np.ndarray, near: float) -> int:
@@ -805,6 +914,24 @@ class _Geometry:
         axes = np.array([Mb.rotation[:, i] for i in others])
         R = Jb.rotation.T
         return _Face(Jb.actInv(center), axes @ R.T, h[others])
+
+
+def _box_edges(box: coal.Box, M: pin.SE3) -> np.ndarray:
+    """The 12 edges of a placed box: their ends (12, 2, 3) (m, world)."""
+    V = _box_vertices(box) @ M.rotation.T + M.translation
+    idx = [(i, j) for i, j in itertools.combinations(range(8), 2) if (i ^ j) in (1, 2, 4)]
+    return np.array([(V[i], V[j]) for i, j in idx])
+
+
+def _segment_distance(p: np.ndarray, a: np.ndarray, u: np.ndarray) -> float:
+    """Distance (m) of point p from the segment from a along u."""
+    s = min(max((p - a) @ u / (u @ u), 0.0), 1.0)
+    return float(np.linalg.norm(p - a - s * u))
+
+
+def _nearest_edge(edges: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """The edge (2, 3) of ``edges`` (k, 2, 3) nearest to point p."""
+    return edges[int(np.argmin([_segment_distance(p, a, b - a) for a, b in edges]))]
 
 
 def _margin(face: _Face | None, Q: _Body, x: np.ndarray) -> np.ndarray:
@@ -1112,6 +1239,9 @@ class ContactSource(EventSource):
                 # a crossing point follows its edges (re-placed after each step); its guard only
                 # catches a crossing that ends (the edges no longer cross near it)
                 g.extend(_margin(face, Q, P.point(pts)) + slack)
+        for p in h.support():
+            if p.edges is not None:  # an edge crossing: it ends where it leaves either edge
+                g.append(_edge_geometry(*sides[0][:2], p.edges)[-1] + self.slack)
         return g
 
     def _watched(self, h: ContactHinge):
@@ -1122,7 +1252,7 @@ class ContactSource(EventSource):
             out = []
             for owner in (0, 1):
                 spare = [s for s in h.spare if s.owner == owner]
-                pts = [p for p in h.support() if p.owner == owner]
+                pts = [p for p in h.support() if p.owner == owner and p.edges is None]
                 out.append((owner, np.array([s.local_a for s in spare]).reshape(-1, 3),
                             np.array([s.local_o for s in spare]).reshape(-1, 3), np.array([s.offset for s in spare]),
                             np.array([p.local_a for p in pts]).reshape(-1, 3),
@@ -1138,24 +1268,35 @@ class ContactSource(EventSource):
 
         Such a point is a material point of neither body: held fixed in one, it would leave that
         body's face at once (an event every micrometre of sliding). Re-placed after every step,
-        it lags its true place by at most one step's motion."""
+        it lags its true place by at most one step's motion. An edge crossing an edge at an angle
+        has its rows from the edges themselves; only its recorded closest points move here."""
         placed = moved = False
         for k, h in self.hinges.items():
             support = h.support()
-            old = [i for i, p in enumerate(support) if p.crossing]
-            if not old:
+            old = [i for i, p in enumerate(support) if p.crossing and p.edges is None]
+            edges = [i for i, p in enumerate(support) if p.edges is not None]
+            if not old and not edges:
                 continue
             if not placed:
                 sim.mech.set_state(sim.q, sim.v, check=False)
                 self.world._place(sim.q, True)
                 placed = True
-            g = self.geometry.contact(k)
-            new = [p for p in g.points if p.crossing] if g is not None and g.joints == h.joints else []
-            if not new:
-                continue  # the crossing ended: its margin guard fires
             sides = h.sides()
-            where = np.array([sides[p.owner][0].point(p.local_a) for p in new])
             changed = False
+            for i in edges:
+                p = support[i]
+                A, B = sides[0][0], sides[0][1]
+                xa, xb = _edge_geometry(A, B, p.edges)[:2]
+                la = A.R.T @ (xa - A.t)
+                if np.linalg.norm(la - p.local_a) > 1e-9:
+                    support[i] = SupportPoint(la, B.R.T @ (xb - B.t), crossing=True, edges=p.edges)
+                    changed = True
+            g = self.geometry.contact(k) if old else None
+            new = [p for p in g.points if p.crossing and p.edges is None] \
+                if g is not None and g.joints == h.joints else []
+            if not new:
+                old = []  # the crossing ended: its margin guard fires
+            where = np.array([sides[p.owner][0].point(p.local_a) for p in new]).reshape(-1, 3)
             for i in old:
                 p = support[i]
                 x = sides[p.owner][0].point(p.local_a)
@@ -1201,8 +1342,7 @@ class ContactSource(EventSource):
         for k, g in geo.items():
             sides = _sides(mech, g.joints, g.normal_b, g.normal_a)
             for i, p in enumerate(g.points):
-                one = (p.local_a[None, :], p.local_o[None, :], np.array([p.radius]))
-                rows.append(_gap_rows(*sides[p.owner], *one, None, 0.0)[1])
+                rows.append(_point_rows_of(sides, p, None, 0.0)[1])
                 owners.append((k, i))
         J = np.vstack(rows) if rows else np.zeros((0, mech.nv))
         return J, J @ sim.v, owners
