@@ -231,7 +231,7 @@ def _sides(mech, joints: tuple[int, int], normal_b: np.ndarray, normal_a: np.nda
 
 
 def _gap_rows(P: _Body, Q: _Body, k: np.ndarray, la: np.ndarray, lo: np.ndarray, rad: np.ndarray,
-              u: np.ndarray | None, mu_k: float):
+              u: np.ndarray | None, mu_k: float, own: bool = True):
     """Rows of material points of P resting on Q's surface (outward normal k, fixed in Q).
 
     Args:
@@ -239,7 +239,8 @@ def _gap_rows(P: _Body, Q: _Body, k: np.ndarray, la: np.ndarray, lo: np.ndarray,
         rad: sphere radii (m,) (0 for polyhedra); u: P's sliding direction relative to Q or None.
     Returns gaps phi (m), rows J (``J v`` = separating speed, m/s), drifts ``Jdot v`` (m/s^2)
     and force rows G (a normal force lam > 0 pushes P away from Q; when sliding with P's
-    direction u relative to Q it carries the kinetic friction ``-mu_k lam u``)."""
+    direction u relative to Q it carries the kinetic friction ``-mu_k lam u_i``, u_i each point's
+    own sliding direction (:func:`_point_slide_directions`), or u itself when ``own`` is False)."""
     rp = la @ P.R.T
     x = rp + P.t
     phi = (x - (lo @ Q.R.T + Q.t)) @ k - rad
@@ -252,10 +253,29 @@ def _gap_rows(P: _Body, Q: _Body, k: np.ndarray, la: np.ndarray, lo: np.ndarray,
     J, drift = JD[:, :-1], JD[:, -1]
     G = J
     if u is not None:
-        uu = np.broadcast_to(u, x.shape)
         xc = x - rad[:, None] * k
+        uu = _point_slide_directions(P.velocity(xc) - Q.velocity(xc), k, u) if own else np.broadcast_to(u, x.shape)
         G = J - mu_k * (P.directional_jacobian(xc, uu) - Q.directional_jacobian(xc, uu))
     return phi, J, drift, G
+
+
+#: m/s: a support point slower than this (relative to the other body) takes the contact's
+#: sliding direction for its friction; a faster one its own (see _point_slide_directions)
+POINT_SLIDE_SPEED = 1e-6
+
+
+def _point_slide_directions(dv: np.ndarray, k: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Each sliding point's friction direction (k, 3), unit: its own tangential velocity relative
+    to the other body (dv (k, 3), m/s, normal k).
+
+    Coulomb's law holds at every point of a sliding contact, so a sole that slides and turns
+    about its normal meets a friction moment too; one direction for the whole contact (its
+    centroid's) would leave the turn free. A point at rest (the centre of a turn) has no direction
+    of its own: blended with the contact's direction u over ``POINT_SLIDE_SPEED``, it takes u's.
+    """
+    dvt = dv - np.outer(dv @ k, k)
+    d = dvt + POINT_SLIDE_SPEED * u
+    return d / np.sqrt(np.einsum("ij,ij->i", d, d))[:, None]
 
 
 def _edge_geometry(A: _Body, B: _Body, e: tuple):
@@ -286,7 +306,7 @@ def _closest_on_lines(a0: np.ndarray, u: np.ndarray, b0: np.ndarray, w: np.ndarr
     return s, t, min(min(s, 1.0 - s) * math.sqrt(uu), min(t, 1.0 - t) * math.sqrt(ww))
 
 
-def _edge_rows(A: _Body, B: _Body, e: tuple, u_slide: np.ndarray | None, mu_k: float):
+def _edge_rows(A: _Body, B: _Body, e: tuple, u_slide: np.ndarray | None, mu_k: float, own: bool = True):
     """The row of an edge of A crossing an edge of B: their signed distance along the common normal.
 
     ``phi = n . (x_A - x_B)`` (x the lines' closest points, n = sign e_A x e_B / |e_A x e_B|),
@@ -307,7 +327,8 @@ def _edge_rows(A: _Body, B: _Body, e: tuple, u_slide: np.ndarray | None, mu_k: f
     J = JD[:, :-1]
     G = J
     if u_slide is not None:
-        x, us = xa[None], u_slide[None]
+        x = xa[None]
+        us = _point_slide_directions(dv[None], n, u_slide) if own else u_slide[None]
         G = J - mu_k * (A.directional_jacobian(x, us) - B.directional_jacobian(x, us))
     return np.array([phi]), J, JD[:, -1], G
 
@@ -534,22 +555,22 @@ class ContactHinge(Constraint):
         return self._group_cache
 
     def _normal_rows(self, sides):
-        u = self._sliding_direction(*sides[0]) if self.mode == "slide" else None
+        u, own = self._sliding_direction(*sides[0]) if self.mode == "slide" else (None, False)
         groups = self._groups()
         m = len(self.points)
         if len(groups) == 1 and groups[0][0] == 0 and len(groups[0][1]) == m:  # the common case: every point is A's
             _, _, la, lo, rad = groups[0]
-            return _gap_rows(*sides[0], la, lo, rad, u, self.mu_k)
+            return _gap_rows(*sides[0], la, lo, rad, u, self.mu_k, own)
         nv = self.mech.nv
         out = [np.zeros(m), np.zeros((m, nv)), np.zeros(m), np.zeros((m, nv))]
         for i, p in enumerate(self.points):
             if p.edges is not None:  # an edge crossing an edge at an angle
-                rows = _edge_rows(*sides[0][:2], p.edges, u, self.mu_k)
+                rows = _edge_rows(*sides[0][:2], p.edges, u, self.mu_k, own)
                 for k in range(4):
                     out[k][i] = rows[k][0]
         for owner, idx, la, lo, rad in groups:
             uo = None if u is None else (u if owner == 0 else -u)  # the owner's direction relative to the other
-            rows = _gap_rows(*sides[owner], la, lo, rad, uo, self.mu_k)
+            rows = _gap_rows(*sides[owner], la, lo, rad, uo, self.mu_k, own)
             for k in range(4):
                 out[k][idx] = rows[k]
         return tuple(out)
@@ -628,12 +649,26 @@ class ContactHinge(Constraint):
         return self._part(3)
 
     # contact kinematics -------------------------------------------------------
-    def _sliding_direction(self, A: _Body, B: _Body, n: np.ndarray) -> np.ndarray:
+    def _sliding_direction(self, A: _Body, B: _Body, n: np.ndarray) -> tuple[np.ndarray, bool]:
+        """The contact's sliding direction (world, unit) and whether it still slides (False past
+        a stop: then every point's friction keeps that direction)."""
         vt = self.tangential_velocity(A, B, n)
         s = np.linalg.norm(vt)
         # past a stop (within an integration step) friction keeps its direction, so that the
         # stop is a visible zero crossing of the slide guard instead of chatter inside a step
-        return vt / s if s > 1e-9 and vt @ self.slide_dir > 0 else self.slide_dir
+        moving = s > 1e-9 and vt @ self.slide_dir > 0
+        return (vt / s if moving else self.slide_dir), moving
+
+    def sliding_friction(self, fn: np.ndarray) -> np.ndarray:
+        """The kinetic friction on A (N, world (3,)) of a sliding contact whose held points carry the
+        normal forces ``fn`` (k,) N: ``-mu_k fn_i u_i`` summed, u_i each point's sliding direction."""
+        sides = self.sides()
+        A, B, n = sides[0]
+        u, own = self._sliding_direction(A, B, n)
+        if not own:
+            return -self.mu_k * fn.sum() * u
+        x = self.positions(self.points, sides) - np.array([p.radius for p in self.points])[:, None] * n
+        return -self.mu_k * (fn @ _point_slide_directions(A.velocity(x) - B.velocity(x), n, u))
 
     def centroid_local(self) -> np.ndarray:
         """The support points' centroid as a point of A (m, A's joint frame)."""
@@ -1738,7 +1773,7 @@ class ContactSource(EventSource):
             if h.mode == "stick":
                 fr = h.tangent_world(ft)
             elif h.mode == "slide":
-                fr = -h.mu_k * fn.sum() * h._sliding_direction(*h.sides()[0])
+                fr = h.sliding_friction(fn)
             else:
                 fr = np.zeros(3)
             out[h.label] = dict(normal=float(fn.sum()), friction=fr, mode=h.mode,

@@ -2,6 +2,7 @@
 import math
 
 import numpy as np
+import pinocchio as pin
 import pytest
 
 from robots import scenes
@@ -109,6 +110,36 @@ def test_box_on_slope_slides_with_g_sin_minus_mu_k_cos(angle):
     s = (rec.q[:, :3] - rec.q[0, :3]) @ b.info["downhill"]
     a = 2 * s[-1] / (rec.t[-1] - rec.t[0]) ** 2
     assert a == pytest.approx(G * (math.sin(angle) - 0.4 * math.cos(angle)), rel=1e-6)
+
+
+def test_a_sliding_plate_that_turns_meets_friction_at_each_corner_along_its_own_velocity():
+    # a thin plate slides along x and turns about z on its corners; one friction direction for
+    # the whole contact (its centroid's) would leave the turn free (no moment by symmetry)
+    a, v0, w0, mu = 0.2, 0.5, 3.0, 0.5
+    b = scenes.friction_block(mass=1.0, size=(2 * a, 2 * a, 0.002), mu_static=mu, mu_kinetic=mu)
+    v = np.zeros(6)
+    v[0], v[5] = v0, w0
+    sim = Simulator(b.mechanism, b.q0, v, dt=1e-3, integrator="rk4")
+    src = enable_contacts(sim, friction=mu)
+    inertia_z = 1.0 * (2 * a) ** 2 / 6
+    for _ in range(4):
+        rec = sim.run(0.01)
+        sol = sim.solve_now()
+        h = next(iter(src.hinges.values()))
+        # Newton-Euler by hand from the solved normal forces: each held corner's friction
+        # -mu f_i u_i along its own sliding velocity u_i (the plate stays flat: R about z only)
+        R = pin.XYZQUATToSE3(sim.q).rotation
+        w = R @ sim.v[3:]
+        r = np.array([R @ p.local_a for p in h.points])
+        vel = R @ sim.v[:3] + np.cross(w, r)
+        u = vel / np.linalg.norm(vel, axis=1)[:, None]
+        F = -mu * sol.lam[h.name][:len(r), None] * u
+        acc_lin = R @ (sol.a[:3] + np.cross(sim.v[3:], sim.v[:3]))  # classical, world
+        # (to 1e-5: a point within POINT_SLIDE_SPEED of rest leans to the contact's direction)
+        assert acc_lin[:2] == pytest.approx(F.sum(axis=0)[:2], rel=1e-5)
+        assert sol.a[5] == pytest.approx(np.cross(r, F)[:, 2].sum() / inertia_z, rel=1e-5)
+    assert _kinds(rec) == ["contact_made"] and rec.events[0].data["mode"] == "slide"
+    assert rec.v[-1, 5] < 0.8 * w0  # the turn is braked
 
 
 def test_ball_dropped_plastically_comes_to_rest_in_a_contact_hinge():
