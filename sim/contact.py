@@ -39,7 +39,8 @@ pair of the collision world:
   (a vertex comes down: an impact, the contact region grows);
 - support points on a finite box B: their margin inside B's face (the body slides off);
 - hinged pairs: their signed distance, as a safety net for crossings no vertex shows (an edge
-  of B cutting into A's face): it fires when the penetration grows by ``penetration_tolerance``.
+  of B cutting into A's face): it fires when the penetration that the support points do not show
+  (theirs is their rows' error, corrected by the stabilization) grows by ``penetration_tolerance``.
 
 A support point where an edge of one face crosses an edge of the other belongs to neither body
 once the edges slide along each other; :meth:`ContactSource.follow_crossings` (run after every
@@ -439,6 +440,7 @@ class ContactHinge(Constraint):
         self._group_key = None
         self._group_cache = []
         self.depth0 = 0.0  # the pair's signed distance (m, <= 0) when its support was last set
+        self.shown0 = 0.0  # the penetration (m, <= 0) its support points showed then (shown_depth)
 
     # the constraint protocol ------------------------------------------------
     @property
@@ -697,6 +699,19 @@ class ContactHinge(Constraint):
         """A tangential force (2,) in the hinge's tangent basis as a world vector (3,)."""
         R = self.mech.data.oMi[self.joints[1]].rotation if self.joints[1] else np.eye(3)
         return ft @ (self._tangents_b @ R.T)
+
+    def shown_depth(self) -> float:
+        """The deepest penetration (m, <= 0) its support points show: their normal rows' gaps
+        (the dependent points' are the affine combinations of the held ones'), 0 when none is below
+        the surface. Their rows hold them: a drift of these gaps is corrected by the stabilization."""
+        m = len(self.points)
+        if not m or self.detached:
+            return 0.0
+        phi = self._rows()[0][:m]
+        s = float(phi.min())
+        if self.dependent:
+            s = min(s, float((self.affine() @ phi).min()))
+        return min(s, 0.0)
 
     def forces(self, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Split a multiplier vector into normal forces (k,) N and tangential force (2,) N."""
@@ -1191,11 +1206,6 @@ class ContactSource(EventSource):
             # broken while touching: a later return is a crossing past the slack, counted from
             # where the pair was (a drifted contact may break slightly overlapping)
             d[k] += self.slack - d0
-        for k, h in self.hinges.items():
-            # a hinged pair is watched through its hinge, and its distance as a safety net: an
-            # edge crossing into a face (a block sliding over the end of the ground) has no vertex
-            # to watch, and shows only as the pair's penetration growing past the tolerance
-            d[k] += self.slack - h.depth0
         if not self.hinges:
             return d
         mech = sim.mech
@@ -1208,8 +1218,10 @@ class ContactSource(EventSource):
                 # the supports' rows can no longer hold together (nearly dependent, drifted apart):
                 # their force guards read as crossed, so the first such instant is an event and the
                 # supports are chosen again there
+                self._net(d)
                 return np.concatenate([d] + [np.full(len(self._hinge_guards(h, np.zeros(h.size))), -1.0)
                                              for h in self.hinges.values()])
+        self._net(d)
         sol = mech.solution
         out, starts, at = [d], [], len(d)
         for h in self.hinges.values():
@@ -1221,10 +1233,22 @@ class ContactSource(EventSource):
 
     _layout = None
 
+    def _net(self, d: np.ndarray) -> None:
+        """The hinged pairs' distance guards (in place; the mechanism at the guards' state).
+
+        A hinged pair is watched through its hinge, and its distance as a safety net: an edge
+        crossing into a face (a block sliding over the end of the ground) has no vertex to watch,
+        and shows only as the pair's penetration growing past the tolerance. Only the penetration
+        its support points do not show counts: theirs is their own rows' error, which the
+        stabilization corrects (semi-implicit Euler's drift: a sticking sole under a swinging leg
+        sinks ~50 um/s at 1 ms steps until Baumgarte's offset, ~10 um, holds it)."""
+        for k, h in self.hinges.items():
+            d[k] += self.slack - h.depth0 - (h.shown_depth() - h.shown0)
+
     def _layout_key(self, q):
         """What the state-only guards depend on besides the statements."""
         return (q.tobytes(), tuple(self._grace.items()),
-                tuple((k, id(h), h.version, h.mode, h.controlled, h.depth0) for k, h in self.hinges.items()))
+                tuple((k, id(h), h.version, h.mode, h.controlled, h.depth0, h.shown0) for k, h in self.hinges.items()))
 
     def guards_after_control(self, sim, t, q, v, before):
         """Only the force guards again (the support margins, stick and slide): distances and
@@ -1363,10 +1387,12 @@ class ContactSource(EventSource):
         geo = {k: g for k, g in geo.items() if g is not None}
         self._impact(sim, geo)
         self._establish(sim, geo)
-        # the guards count from the distances here (q is unchanged): broken pairs and hinged ones
-        self._grace = {k: min(float(d[k]), 0.0) for k in self._grace}
+        # the guards count from the distances here (q is unchanged): broken pairs and hinged ones;
+        # a broken pair hinged again is watched through its hinge alone (its offset counted once)
+        self._grace = {k: min(float(d[k]), 0.0) for k in self._grace if k not in self.hinges}
         for k, h in self.hinges.items():
             h.depth0 = min(float(d[k]), 0.0)
+            h.shown0 = h.shown_depth()
 
     def _point_rows(self, sim, geo):
         """Normal rows (k, nv), normal velocities (k,) and owners of every candidate point."""

@@ -422,3 +422,43 @@ def test_edge_crossing_row_is_the_derivative_of_the_edges_distance_along_a_rando
         assert (J @ v)[0] == pytest.approx((dp - dm) / (2 * h), rel=1e-5, abs=1e-8)
         assert drift[0] == pytest.approx((dp - 2 * d0 + dm) / h**2, rel=1e-4, abs=1e-5)
         np.testing.assert_array_equal(G, J)
+
+
+
+def test_a_contact_made_again_after_breaking_while_touching_watches_its_penetration_once():
+    """A pair whose contact broke while it still touched (watched from its distance then) and that
+    is hinged again is watched through its hinge alone: its distance guard (the safety net for a
+    penetration no support point shows) reads zero when that penetration reaches
+    ``penetration_tolerance``, not twice the tolerance plus the depth at the break (the break's
+    offset and the hinge's both added)."""
+    import pinocchio as pin
+
+    theta, depth = 0.3, 2e-6
+    b = scenes.box_on_ground(rpy=(0.0, theta, 0.0), height=-depth)  # on its edge, 2 um deep
+    sim = Simulator(b.mechanism, b.q0, b.v0, dt=1e-3, integrator="semi_implicit_euler")
+    src = enable_contacts(sim, friction=(0.5, 0.4))
+    (k, h), = src.hinges.items()
+    assert h.region == "edge" and h.depth0 == pytest.approx(-depth, abs=1e-9)
+    sim.v = np.array([0.0, 0.0, 0.01, 0.0, 0.0, 0.0])  # lifting off: the contact breaks while touching
+    src.update(sim)
+    assert not src.hinges and "contact_broken" in _kinds(sim.recording)
+    sim.v = np.zeros(6)  # at rest again: hinged again, on the same edge
+    src.update(sim)
+    assert k in src.hinges and src.hinges[k].region == "edge"
+    slack = src.slack
+    g = src.guards(sim, sim.t, sim.q, np.zeros(6))
+    assert g[k] == pytest.approx(slack, abs=1e-12)  # where it was made: the tolerance, once
+
+    # turned about its support edge past flat: the far bottom corners (no support points) go
+    # below the edge's depth by ``unshown``
+    M0 = pin.XYZQUATToSE3(sim.q)
+    edge = min((M0.act(np.array([sx, 0.0, -0.1])) for sx in (-0.1, 0.1)), key=lambda x: x[2])
+    for unshown, sign in ((0.5 * slack, 1.0), (1.5 * slack, -1.0)):
+        R = pin.rpy.rpyToMatrix(0.0, -theta - unshown / 0.2, 0.0)
+        M = pin.SE3(R @ M0.rotation, edge + R @ (M0.translation - edge))
+        q = pin.SE3ToXYZQUAT(M)
+        corners = [M.act(np.array([sx, sy, -0.1])) for sx in (-0.1, 0.1) for sy in (-0.1, 0.1)]
+        assert min(c[2] for c in corners) == pytest.approx(-depth - unshown, abs=1e-12)
+        g = src.guards(sim, sim.t, q, np.zeros(6))
+        assert g[k] == pytest.approx(slack - unshown, abs=1e-10)
+        assert np.sign(g[k]) == sign
