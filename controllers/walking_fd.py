@@ -55,6 +55,7 @@ Units: m, s, rad, N, N m.
 """
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass, field
 from typing import Callable
@@ -211,7 +212,9 @@ class WalkPlan:
         self._spline = CubicSpline(tg, X, axis=0)
         # breakpoints and coefficients as plain arrays: read at every servo tick (scipy's
         # properties convert on each access)
-        self._knots, self._coef = np.asarray(self._spline.x), np.asarray(self._spline.c)
+        # (per piece: the x and y coefficients, highest power first, as floats)
+        self._knots = np.asarray(self._spline.x).tolist()
+        self._coef = np.asarray(self._spline.c).transpose(1, 0, 2).reshape(len(self._knots) - 1, 8).tolist()
         # the weight shift from rest: a quintic onto the pendulum's solution at START_TIME
         ts = start if self.steps else 0.0
         if ts > 0:
@@ -236,12 +239,19 @@ class WalkPlan:
         return self._cubic(min(t, self.end))
 
     def _cubic(self, t: float):
-        """The spline's value, rate and acceleration at t from its coefficients (one piece, one pass)."""
+        """The spline's value, rate and acceleration at t from its coefficients (one piece, one
+        pass, in floats: read at every servo tick), as three (x, y) tuples."""
         x = self._knots
-        i = min(max(int(x.searchsorted(t, side="right")) - 1, 0), len(x) - 2)
+        i = min(max(bisect.bisect_right(x, t) - 1, 0), len(x) - 2)
         d = t - x[i]
-        c3, c2, c1, c0 = self._coef[:, i]  # highest power first
-        return ((c3 * d + c2) * d + c1) * d + c0, (3.0 * c3 * d + 2.0 * c2) * d + c1, 6.0 * c3 * d + 2.0 * c2
+        out = ([], [], [])
+        c = self._coef[i]
+        for k in (0, 1):
+            c3, c2, c1, c0 = c[k], c[2 + k], c[4 + k], c[6 + k]
+            out[0].append(((c3 * d + c2) * d + c1) * d + c0)
+            out[1].append((3.0 * c3 * d + 2.0 * c2) * d + c1)
+            out[2].append(6.0 * c3 * d + 2.0 * c2)
+        return out
 
     def _blend(self, t):
         # quintic with matched end acceleration: add a cubic-in-s correction for a1 (p, v unchanged at ends)
@@ -258,7 +268,7 @@ class WalkPlan:
         """The centre of mass reference (p, v, a) at t: (3,) each (m, m/s, m/s^2)."""
         x, xd, xdd = self._horizontal(t)
         s, ds, dds = smooth_ramp(t / 1.0)
-        z = self.com0[2] - self.squat * s
+        z = float(self.com0[2]) - self.squat * s
         return (np.array([x[0], x[1], z]), np.array([xd[0], xd[1], -self.squat * ds]),
                 np.array([xdd[0], xdd[1], -self.squat * dds]))
 

@@ -80,11 +80,13 @@ def test_the_servos_clock_integrator_agrees_with_rk4():
 
 
 def test_a_landed_sole_settles_in_face_contact_without_rocking_on_its_corners(walks):
-    """After each heel strike the sole comes to rest on its face within a few events (measured 11,
-    5, 4). Without the servo's centre-of-pressure margin (walking_fd note 7) the lightly loaded
-    landed foot rocked between two corners every 2 ms: 98, 76 and 10 impacts and contact changes.
-    (With the 10% heavier torso model a landed foot still slides and rocks for ~0.1 s: 13 to 46
-    events per landing, with or without the margin; not pinned here.)"""
+    """After each heel strike the sole comes to rest on its face within a few events (measured 6,
+    4, 4; 11, 5, 4 before sliding friction acted per support point and the distance net stopped
+    counting the support points' own sink). Without the servo's centre-of-pressure margin
+    (walking_fd note 7) the lightly loaded landed foot rocked between two corners every 2 ms: 98,
+    76 and 10 impacts and contact changes. (With the 10% heavier torso model both feet still rock
+    face-edge for ~0.1 s after a landing: 8 to 50 events per landing in the first 8 s; not pinned
+    here.)"""
     scn, rec, s = walks[0.0]
     strikes = [e for e in rec.events if e.kind == "control" and e.description.endswith("heel strike")]
     assert len(strikes) == s["steps"]
