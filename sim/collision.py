@@ -294,7 +294,8 @@ class CollisionWorld:
         return np.vstack([c.jacobian for c in contacts])
 
     def time_to_contact(self, q: np.ndarray, v: np.ndarray, safety: float = 0.5,
-                        velocity_tolerance: float = 1e-9, exclude: set[int] | frozenset = frozenset()) -> float:
+                        velocity_tolerance: float = 1e-9, exclude: set[int] | frozenset = frozenset(),
+                        separation: float = 1e-6) -> float:
         """A step (s) short enough that no sign change of a pair's distance can be missed.
 
         - Approaching pair at distance d > 0, closing at c = -J_n v > 0: ``safety * (d + w) / c``
@@ -302,9 +303,12 @@ class CollisionWorld:
           local bounding boxes): in such a step the pair either stays apart or ends
           overlapping, so the crossing is seen (anti-tunnelling).
         - Separating pair still overlapping (d <= 0, J_n v > velocity_tolerance), e.g. just
-          after an impact: ``2 |d| / (J_n v)``, so that a step ends once the pair is apart
-          again and a later return to contact is a visible crossing (a ball bouncing back
-          down within one long step would otherwise be missed).
+          after an impact: ``2 max(|d|, separation) / (J_n v)``, so that a step ends once the
+          pair is apart again (by ``separation`` m at least) and a later return to contact is a
+          visible crossing (a ball bouncing back down within one long step would otherwise be
+          missed). Without the floor, a pair leaving from d = 0 (touching) got zero-length steps:
+          its distance stays 0 to coal's precision for thousands of them (the brick stack of
+          Fig. 5.7 spent 40 000 steps of 1e-14 s at one separation).
 
         ``exclude``: pair indices not to consider (pairs held in contact by a hinge).
         """
@@ -318,7 +322,7 @@ class CollisionWorld:
                 w = self.thickness[c.index]
                 best = min(best, safety * (c.distance + w) / -u)
             elif c.distance <= 0.0 and u > velocity_tolerance:
-                best = min(best, 2.0 * -c.distance / u)
+                best = min(best, 2.0 * max(-c.distance, separation) / u)
         return best
 
 

@@ -193,3 +193,22 @@ def test_time_to_contact_bounds_the_step():
     # distance 0.535 m, closing at 100 m/s: half of (0.535 + 0.015) / 100
     assert w.time_to_contact(q, v) == pytest.approx(0.5 * 0.55 / 100)
     assert w.time_to_contact(q, -v) == np.inf  # moving away
+
+
+def test_a_pair_leaving_contact_from_touching_gets_a_step_that_separates_it():
+    # a sphere touching the slab (distance 0 to coal's precision) and leaving at 0.1 m/s: the step
+    # ends once it is 1 um apart, not at once (zero-length steps would never separate it)
+    model, gm = pin.Model(), pin.GeometryModel()
+    _free_body(model, gm, "ball", coal.Sphere(0.01))
+    gm.addGeometryObject(pin.GeometryObject("slab", 0, 0, pin.SE3(np.eye(3), np.array([0.015, 0, 0])),
+                                            coal.Box(0.01, 1.0, 1.0)))
+    mech = Mechanism(model, gm, None, name="ball", actuated=[])
+    w = CollisionWorld(mech)
+    q, v = pin.neutral(model), np.zeros(6)
+    v[0] = -0.1
+    assert abs(w.distances(q)[0]) < 1e-12
+    assert w.time_to_contact(q, v) == pytest.approx(2 * 1e-6 / 0.1)
+    q[0] = -0.002  # 2 mm apart: nothing to bound
+    assert w.time_to_contact(q, v) == np.inf
+    q[0] = 0.003  # 3 mm deep and leaving: apart again after 2 * 3 mm / 0.1 m/s
+    assert w.time_to_contact(q, v) == pytest.approx(2 * 0.003 / 0.1)
