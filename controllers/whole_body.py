@@ -71,20 +71,29 @@ class FootContact(WeldConstraint):
         self.nominal_load = 0.0  # N: a foot's share when the feet share the weight evenly
 
     def force_inequalities(self):
-        R = self._placements()[0].rotation
-        r = R @ np.array([0.0, 0.0, -self.depth])  # frame origin -> sole centre (world)
-        Rt = R.T
-        # foot-axes force f_l = R^T f and moment at the sole centre m_l = R^T (m - r x f): W (6, 6)
-        W = np.zeros((6, 6))
-        W[:3, :3] = W[3:, 3:] = Rt
-        W[3:, :3] = -Rt @ _skew(r)
-        C = self._template() @ W
-        d = np.zeros(len(C) + math.isfinite(self.max_force))
+        Rt = self._placements()[0].rotation.T
+        # foot-axes force f_l = R^T f and moment at the sole centre m_l = R^T (m - r x f), with
+        # r = R r_l (r_l = (0, 0, -depth)) and R^T [r]x = [r_l]x R^T: the limits K [f_l; m_l] are
+        # [K_f - K_m [r_l]x, K_m] blockdiag(R^T, R^T), two constant (k, 3) blocks times R^T
+        A = self._blocks() @ Rt  # (2k, 3)
+        k = len(A) // 2
+        finite = math.isfinite(self.max_force)
+        C = np.zeros((k + finite, 6))
+        C[:k, :3], C[:k, 3:] = A[:k], A[k:]
+        d = np.zeros(k + finite)
         d[0] = -self.min_force
-        if math.isfinite(self.max_force):
-            C = np.vstack([C, W[2]])
+        if finite:
+            C[k, :3] = Rt[2]  # the foot-axes normal force
             d[-1] = self.max_force
         return C, d
+
+    def _blocks(self) -> np.ndarray:
+        """``[K_f - K_m [r_l]x; K_m]`` (2k, 3) of :meth:`_template` ``K = [K_f, K_m]`` (constant)."""
+        B = self.__dict__.get("_B")
+        if B is None:
+            K = self._template()
+            B = self._B = np.vstack([K[:, :3] - K[:, 3:] @ _skew(np.array([0.0, 0.0, -self.depth])), K[:, 3:]])
+        return B
 
     def _template(self) -> np.ndarray:
         """K (11, 6): the limits' rows on the foot-axes wrench [f_l; m_l] (constant)."""

@@ -151,13 +151,17 @@ class _Body:
             self.JA = np.zeros((6, nv + 1))
             return
         d = mech.data
-        M, vj, aj = d.oMi[joint], d.v[joint], d.a[joint]
+        M = d.oMi[joint]
         R = M.rotation.copy()
         self.R, self.t = R, M.translation.copy()
-        self.w, self.vo = R @ vj.angular, R @ vj.linear
-        # data.a holds the spatial drift (kinematics() runs with a = 0); classical = + w x v
-        self.alpha = R @ aj.angular
-        self.ao = R @ (aj.linear + cross(vj.angular, vj.linear))
+        vj, aj = d.v[joint].vector, d.a[joint].vector  # [linear; angular], joint frame
+        # data.a holds the spatial drift (kinematics() runs with a = 0); classical = + w x v:
+        # the four vectors rotated to the world in one product
+        X = np.empty((3, 4))
+        X[:, 0], X[:, 1], X[:, 2] = vj[3:], vj[:3], aj[3:]
+        X[:, 3] = aj[:3] + cross(vj[3:], vj[:3])
+        X = R @ X
+        self.w, self.vo, self.alpha, self.ao = X[:, 0], X[:, 1], X[:, 2], X[:, 3]
         self.J = pin.getJointJacobian(mech.model, d, joint, LWA)
         # [J | drift]: one product gives a point's Jacobian rows and the drift's rigid part
         self.JA = np.empty((6, nv + 1))
@@ -465,10 +469,15 @@ class ContactHinge(Constraint):
         return 3 if self.region in ("edge", "face") else 2
 
     def row_labels(self) -> list[str]:
-        if self.detached:
-            return []
-        labs = [f"{self.name}.n{i}" for i in range(len(self.points))]
-        return labs + [f"{self.name}.{s}" for s, k in zip(("t1", "t2", "torsion"), self._stick_mask()) if k]
+        # read at every assembly: cached on what they depend on (the lists are only read)
+        key = (len(self.points), self.detached, self.mode, self.region, self.stick_keep.tobytes())
+        cached = self.__dict__.get("_labels")
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        labs = [] if self.detached else [f"{self.name}.n{i}" for i in range(len(self.points))] + \
+            [f"{self.name}.{s}" for s, k in zip(("t1", "t2", "torsion"), self._stick_mask()) if k]
+        self._labels = (key, labs)
+        return labs
 
     def describe(self) -> str:
         return f"contact {self.label}: {self.region}, {len(self.support())} points, {self.mode}"
