@@ -180,13 +180,17 @@ def test_world_does_not_disturb_the_mechanism_state():
     np.testing.assert_array_equal(mech.q, q)
 
 
-def test_time_to_contact_bounds_the_step():
+def _sphere_and_slab(x: float):
+    """A free sphere (radius 1 cm) at the origin and a fixed slab 1 cm thick whose centre is at x (m)."""
     model, gm = pin.Model(), pin.GeometryModel()
-    _free_body(model, gm, "bullet", coal.Sphere(0.01))
-    gm.addGeometryObject(pin.GeometryObject("slab", 0, 0, pin.SE3(np.eye(3), np.array([0.55, 0, 0])),
+    _free_body(model, gm, "ball", coal.Sphere(0.01))
+    gm.addGeometryObject(pin.GeometryObject("slab", 0, 0, pin.SE3(np.eye(3), np.array([x, 0, 0])),
                                             coal.Box(0.01, 1.0, 1.0)))
-    mech = Mechanism(model, gm, None, name="bullet", actuated=[])
-    w = CollisionWorld(mech)
+    return model, CollisionWorld(Mechanism(model, gm, None, name="ball", actuated=[]))
+
+
+def test_time_to_contact_bounds_the_step():
+    model, w = _sphere_and_slab(0.55)
     assert w.thickness[0] == pytest.approx(0.015)
     q, v = pin.neutral(model), np.zeros(6)
     v[0] = 100.0
@@ -198,12 +202,7 @@ def test_time_to_contact_bounds_the_step():
 def test_a_pair_leaving_contact_from_touching_gets_a_step_that_separates_it():
     # a sphere touching the slab (distance 0 to coal's precision) and leaving at 0.1 m/s: the step
     # ends once it is 1 um apart, not at once (zero-length steps would never separate it)
-    model, gm = pin.Model(), pin.GeometryModel()
-    _free_body(model, gm, "ball", coal.Sphere(0.01))
-    gm.addGeometryObject(pin.GeometryObject("slab", 0, 0, pin.SE3(np.eye(3), np.array([0.015, 0, 0])),
-                                            coal.Box(0.01, 1.0, 1.0)))
-    mech = Mechanism(model, gm, None, name="ball", actuated=[])
-    w = CollisionWorld(mech)
+    model, w = _sphere_and_slab(0.015)
     q, v = pin.neutral(model), np.zeros(6)
     v[0] = -0.1
     assert abs(w.distances(q)[0]) < 1e-12
