@@ -1556,26 +1556,24 @@ class ContactSource(EventSource):
         hinges = [h for h in hinges if not h.controlled]
         lam, held = self._lcp(sim, hinges) if hinges else (np.zeros(0), np.zeros(0, dtype=bool))
         self._choose_bases(mech, hinges, held)
-        for _ in range(len(lam)):
+        for _ in range(len(lam) + 1):
             # the support found holds with compressive forces (the LCP's); a basis made
             # inconsistent by round-off or by a dependency on other hinges gives up its weakest point
-            sol = sim.solve_now()
+            try:
+                sol = sim.solve_now()
+            except InconsistentEquationsError:
+                # no forces at all hold these rows together (nearly dependent rows whose errors
+                # disagree, or sliding friction making the contact matrix singular): the first
+                # point whose release makes them consistent is released, sliding hinges' first
+                if not self._release_for_consistency(sim):
+                    raise
+                continue
             worst = min(((h.support_margin(h.forces(sol.lam[h.name])[0]), h) for h in self.hinges.values()
                          if not h.controlled), key=lambda z: z[0], default=(np.inf, None))
             h = worst[1]
             if h is None or worst[0] >= -1e-9 * max(float(np.abs(sol.lam[h.name]).max(initial=0.0)), 1e-12):
                 break
-            weakest = h.points[int(np.argmin(h.forces(sol.lam[h.name])[0]))]
-            h.spare.append(weakest)
-            free = [x for x in self.hinges.values() if not x.controlled]
-            for x in free:
-                x.points, x.dependent = [p for p in x.support() if p is not weakest], []
-                x.stick_keep[:] = True
-                x._cache_version = -1
-            if not h.points:
-                self._remove(sim, h.pair, "no compressive support")
-                free.remove(h)
-            self._choose_bases(mech, free, np.ones(sum(len(x.points) for x in free), dtype=bool))
+            self._release(sim, h, h.points[int(np.argmin(h.forces(sol.lam[h.name])[0]))])
         sol = sim.solve_now() if any(h.controlled for h in self.hinges.values()) else None
         for h in self.hinges.values():
             self._arm_spares(h)
@@ -1583,6 +1581,39 @@ class ContactSource(EventSource):
                 fn = h.forces(sol.lam[h.name])[0]
                 h.region = {0: "none", 1: "vertex", 2: "edge"}.get(int(np.sum(fn > 1e-9 * max(fn.max(initial=0), 1e-12))), "face")
         self.support_solves.append(time.perf_counter() - t0)
+
+    def _release(self, sim, h: ContactHinge, point: SupportPoint) -> None:
+        """Give up one support point of h (it becomes a spare vertex, watched for touching down);
+        the free hinges' held and dependent points are chosen again; h is removed if left empty."""
+        h.spare.append(point)
+        free = [x for x in self.hinges.values() if not x.controlled]
+        for x in free:
+            x.points, x.dependent = [p for p in x.support() if p is not point], []
+            x.stick_keep[:] = True
+            x._cache_version = -1
+        if not h.points:
+            self._remove(sim, h.pair, "no compressive support")
+            free.remove(h)
+        self._choose_bases(sim.mech, free, np.ones(sum(len(x.points) for x in free), dtype=bool))
+
+    def _release_for_consistency(self, sim) -> bool:
+        """Release the first support point (sliding hinges' first; never a hinge's last) after
+        which the rows are consistent; False (everything as it was) if no single point does it."""
+        free = [h for h in self.hinges.values() if not h.controlled]
+        saved = [(h, list(h.points), list(h.dependent), list(h.spare), h.stick_keep.copy()) for h in free]
+        for h in sorted(free, key=lambda x: x.mode != "slide"):
+            for point in list(h.points) if len(h.support()) > 1 else []:
+                self._release(sim, h, point)
+                try:
+                    sim.solve_now()
+                    return True
+                except InconsistentEquationsError:
+                    for x, points, dependent, spare, keep in saved:
+                        x.points, x.dependent, x.spare = list(points), list(dependent), list(spare)
+                        x.stick_keep[:] = keep
+                        x.version += 1
+                        x._cache_version = -1
+        return False
 
     @staticmethod
     def _torques_free(sim) -> bool:

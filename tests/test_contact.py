@@ -286,6 +286,21 @@ def test_pendulum_block_topples_onto_its_side_and_lies_on_the_ground(pendulum_bl
     assert len(late) <= 30  # measured 6 (the landing's); ~300 zero-energy ones before
 
 
+def test_brick_stack_topples_and_comes_to_rest_with_its_support_sets_from_the_qp():
+    # Fig. 5.7/5.8 (the benchmark's scene, 1.6 s): the top two bricks overhang and fall; at 1.58 s
+    # a support set whose rows no forces hold together (sliding friction) used to stop the run
+    b = scenes.brick_stack()
+    sim = Simulator(b.mechanism, b.q0, b.v0, dt=1e-3, integrator="rk4")
+    src = enable_contacts(sim, friction=(0.6, 0.5))
+    rec = sim.run(1.6)
+    z = [sim.q[7 * i + 2] for i in range(3)]
+    assert z[0] == pytest.approx(0.03, abs=1e-4)  # the bottom brick stays flat on the table
+    assert z[1] < 0.09 - 0.005 and z[2] < 0.15 - 0.05  # the others came down
+    assert np.abs(sim.v).max() < 0.05  # and have nearly stopped
+    assert src.world.distances(sim.q).min() > -5e-5
+    assert len(src.support_solves) > 10 and "contact_changed" in _kinds(rec)
+
+
 def test_small_block_slides_across_a_larger_one_tips_over_its_end_and_falls_off():
     """Fig. 5.6: face-face while sliding, edge-face when the centre of pressure reaches the edge,
     then the contact breaks. Sliding at mu_k g, the block's centre of pressure lies mu_k c ahead
