@@ -320,6 +320,7 @@ class Simulator:
             step = self._attempt(theta * h, adaptive_retry=False)
         self._accept(step)
         if first is not None:
+            before = [(s, s.guards(self, self.t, self.q, self.v)) for s in self.sources if s.active()]
             self._handle(first[1])
         version = self.equations.version
         self._run_due_timers()
@@ -327,7 +328,9 @@ class Simulator:
         if self._a is None or self.equations.version != self._eq_version or self.mech._q is not self.q \
                 or self.mech._v is not self.v:
             self.solve_now()
-        if first is None:
+        if first is not None:
+            self._caused_by_handling(before)
+        else:
             if self.equations.version != version or self._a is not step.a1:
                 self._instant_events(sources, g_end)
             else:  # nothing changed since the step's end: its guards start the next step
@@ -365,6 +368,28 @@ class Simulator:
             sources = [s for s in self.sources if s.active()]
             now = [s.guards(self, self.t, self.q, self.v) for s in sources]
         self._guards_now = (self._guard_key(sources), now)
+
+    def _caused_by_handling(self, before) -> None:
+        """Events caused by handling events, at this instant (one pass).
+
+        A handler changes the state's velocities (an impact) or the statements (a contact made,
+        a program resumed): another source's guard may cross right now (a program waiting until a
+        foot's contact is a face, a slide stopped by an impact). Compared with the guards just
+        before the handling, such a crossing is handled here; at the next step's start it would
+        already be <= 0 and never seen."""
+        fired = []
+        for s, g in before:
+            if not s.active():
+                continue
+            g1 = s.guards(self, self.t, self.q, self.v)
+            mask = crossed(g, g1) if g.shape == g1.shape else np.zeros(0, dtype=bool)
+            if mask.any():
+                fired.append((s, g, mask))
+        if fired:
+            self._handle(fired)
+            self._control()
+            self.solve_now()
+        self._guards_now = None
 
     def _attempt(self, h, adaptive_retry=True):
         while True:

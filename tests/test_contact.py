@@ -155,6 +155,25 @@ def test_ball_dropped_plastically_comes_to_rest_in_a_contact_hinge():
     assert abs(rec.v[-1, 2]) < 1e-9
 
 
+def test_a_program_waiting_until_a_contact_is_made_resumes_at_the_impact_that_makes_it():
+    # the condition turns true inside the event handling (the hinge is added there), not during a
+    # step: compared with the guards just before the handling, it is an event at that instant
+    b = scenes.ball_on_ground(height=0.5)
+    sim = Simulator(b.mechanism, b.q0, b.v0, dt=1e-2, integrator="rk4")
+    enable_contacts(sim, friction=(0.5, 0.4), restitution=0.0)
+    resumed = []
+
+    def wait_for_contact(ctl):
+        yield ctl.until(lambda: bool(ctl.mech.constraints), label="ball held")
+        resumed.append(ctl.t)
+
+    sim.add_program(wait_for_contact)
+    rec = sim.run(0.5)
+    t_hit = math.sqrt(2 * 0.4 / G)
+    assert resumed == [pytest.approx(t_hit, abs=1e-8)]
+    assert [e.kind for e in rec.events][:3] == ["impact", "contact_made", "control"]
+
+
 def test_bouncing_ball_keeps_its_restitution_until_it_rests():
     b = scenes.ball_on_ground(height=0.5)
     sim = Simulator(b.mechanism, b.q0, b.v0, dt=1e-2, integrator="rk4")
