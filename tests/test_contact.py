@@ -305,6 +305,41 @@ def test_pendulum_block_topples_onto_its_side_and_lies_on_the_ground(pendulum_bl
     assert len(late) <= 30  # measured 6 (the landing's); ~300 zero-energy ones before
 
 
+@pytest.fixture(scope="module")
+def pendulum_block_slippery():
+    """The Fig. 2.1 scene with block and ground at mu .2 / .15, run to 5.2 s. The thesis gives no
+    friction for it; at .5 / .4 (the fixture above) the block comes to rest lying on the ground,
+    its centre 0.8 m inside the end, where the thesis' slides off."""
+    import robots
+    from sim.collision import CollisionWorld
+
+    b = robots.thesis_pendulum_scene()
+    sim = Simulator(b.mechanism, b.q0, b.v0, dt=2e-3, integrator="rk4")
+    enable_contacts(sim, friction=(0.2, 0.15), restitution={**b.info["restitution"], "default": 0.0})
+    world = CollisionWorld(sim.mech)
+    rec = sim.run(5.2)
+    return sim, min(world.distances(q).min() for q in rec.q[::5])
+
+
+def test_pendulum_block_on_a_slippery_ground_slides_off_it_and_its_hinge_is_removed(pendulum_block_slippery):
+    """Thesis 2.3: after the strike the block tips through edge and vertex contacts, its top end
+    hits the ground plastically, and "eventually, after a few more changes, the block slides off
+    the ground altogether, causing removal of the temporary hinge"."""
+    sim, worst = pendulum_block_slippery
+    rec = sim.recording
+    falls = [e for e in rec.events if e.kind == "impact" and 2.5 < e.time
+             and e.data["kinetic_energy_before"] - e.data["kinetic_energy_after"] > 10.0]
+    assert falls  # J: the top end's plastic impact
+    ground = [e for e in rec.events if e.kind.startswith("contact") and sorted(e.data.get("pair", ())) == ["block", "ground"]]
+    assert {"edge", "vertex", "face"} <= {e.data.get("region") for e in ground}
+    assert ground[-1].kind == "contact_broken" and ground[-1].time > falls[0].time
+    assert not any("block" in name for name in sim.mech.constraints)  # the hinge is gone
+    m = sim.mech.model
+    x, _, z = sim.q[m.joints[m.getJointId("block_root")].idx_q:][:3]
+    assert x < -10.0 - 0.75 and z < -1.0  # past the ground's end (x = -10 m) and falling
+    assert worst > -5e-5  # m: while on the ground (once apart, the pair's distance is positive)
+
+
 def test_brick_stack_topples_and_comes_to_rest_with_its_support_sets_from_the_qp():
     # Fig. 5.7/5.8 (the benchmark's scene, 1.6 s): the top two bricks overhang and fall; at 1.58 s
     # a support set whose rows no forces hold together (sliding friction) used to stop the run
