@@ -180,6 +180,7 @@ class CollisionWorld:
         self.thickness = np.array([_half_thickness(objs[a].geometry) + _half_thickness(objs[b].geometry)
                                    for a, b in index])
         self._q_key: np.ndarray | None = None
+        self._dist: np.ndarray | None = None  # distances at _q_key (m), computed on demand
         self._jac_done = False
 
     # ------------------------------------------------------------ pairs
@@ -238,6 +239,7 @@ class CollisionWorld:
             pin.updateGeometryPlacements(self.model, self.data, self.gmodel, self.gdata)
             self._q_key = np.array(q, copy=True)
             self._jac_done = False
+            self._dist = None
         if jacobians and not self._jac_done:
             pin.computeJointJacobians(self.model, self.data, q)
             self._jac_done = True
@@ -246,8 +248,10 @@ class CollisionWorld:
         """Signed distance (m) of every watched pair at configuration q (default the mechanism's)."""
         q = self.mech._q if q is None else q
         self._place(q, False)
-        gm, gd = self.gmodel, self.gdata
-        return np.array([pin.computeDistance(gm, gd, k).min_distance for k in range(len(self.pair_indices))])
+        if self._dist is None:  # a step's end guards and the next step's bound read the same q
+            gm, gd = self.gmodel, self.gdata
+            self._dist = np.array([pin.computeDistance(gm, gd, k).min_distance for k in range(len(self.pair_indices))])
+        return self._dist.copy()
 
     def point_jacobian(self, joint: int, point: np.ndarray) -> np.ndarray:
         """3 x nv Jacobian of the velocity (m/s, world axes) of a point (world, m) fixed to a joint."""
