@@ -683,9 +683,17 @@ class ContactHinge(Constraint):
 
     def centroid_local(self) -> np.ndarray:
         """The support points' centroid as a point of A (m, A's joint frame)."""
+        sup = self.support()
+        key = (self.version, tuple(map(id, sup)))
+        cached = self.__dict__.get("_centroid")
+        if cached is not None and cached[0] == key:  # only kept for material points of A
+            return cached[1]
         sides = self.sides()
         A = sides[0][0]
-        return A.R.T @ (self.positions(self.support(), sides).mean(axis=0) - A.t)
+        c = A.R.T @ (self.positions(sup, sides).mean(axis=0) - A.t)
+        # points of A alone (no crossing points, none of B): the same point of A at every state
+        self._centroid = (key, c) if all(p.owner == 0 and not p.crossing for p in sup) else None
+        return c
 
     def tangential_velocity(self, A: _Body | None = None, B: _Body | None = None, n=None) -> np.ndarray:
         """Velocity (m/s, world) of A relative to B at the support centroid, in B's tangent plane."""
@@ -729,6 +737,16 @@ class ContactHinge(Constraint):
         m = self._stick_mask()[:2]
         ft[m] = lam[k:k + int(m.sum())]
         return lam[:k], ft
+
+
+def _coincides(s: SupportPoint, points: Sequence[SupportPoint]) -> bool:
+    """Whether a point of the same owner coincides with s (in the owner's frame; numpy's
+    ``allclose(s, p, atol=1e-7)``: within 1e-7 m + 1e-5 of p's coordinates)."""
+    mine = [p.local_a for p in points if p.owner == s.owner]
+    if not mine:
+        return False
+    P = np.asarray(mine)
+    return bool((np.abs(s.local_a - P) <= 1e-7 + 1e-5 * np.abs(P)).all(axis=1).any())
 
 
 def _same_key(a, b) -> bool:
@@ -1529,7 +1547,7 @@ class ContactSource(EventSource):
         if g.region == "point":
             h.region = "point"
         h.spare_geometry = [s for s in g.spare
-                            if not any(s.owner == p.owner and np.allclose(s.local_a, p.local_a, atol=1e-7) for p in h.points)]
+                            if not _coincides(s, h.points)]
         h.spare = list(h.spare_geometry)
         h.faces = g.faces
         h.version += 1
