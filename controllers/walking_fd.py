@@ -240,7 +240,7 @@ class WalkPlan:
 
     def _cubic(self, t: float):
         """The spline's value, rate and acceleration at t from its coefficients (one piece, one
-        pass, in floats: read at every servo tick), as three (x, y) tuples."""
+        pass, in floats: read at every servo tick), as three [x, y] lists."""
         x = self._knots
         i = min(max(bisect.bisect_right(x, t) - 1, 0), len(x) - 2)
         d = t - x[i]

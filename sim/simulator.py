@@ -360,8 +360,7 @@ class Simulator:
         with the guards at the end of the step (the old statements), it is handled here."""
         # the state is the step's end: what depends on it alone (distances, vertex gaps) stands
         now = [_guards_after_control(s, self, g) for s, g in zip(sources, g_end)]
-        fired = [(s, g, crossed(g, g1)) for s, g, g1 in zip(sources, g_end, now) if g.shape == g1.shape]
-        fired = [f for f in fired if f[2].any()]
+        fired = _fired(sources, g_end, now)
         if fired:
             self._handle(fired)
             self.solve_now()
@@ -377,14 +376,9 @@ class Simulator:
         foot's contact is a face, a slide stopped by an impact). Compared with the guards just
         before the handling, such a crossing is handled here; at the next step's start it would
         already be <= 0 and never seen."""
-        fired = []
-        for s, g in before:
-            if not s.active():
-                continue
-            g1 = s.guards(self, self.t, self.q, self.v)
-            mask = crossed(g, g1) if g.shape == g1.shape else np.zeros(0, dtype=bool)
-            if mask.any():
-                fired.append((s, g, mask))
+        before = [(s, g) for s, g in before if s.active()]
+        fired = _fired([s for s, _ in before], [g for _, g in before],
+                       [s.guards(self, self.t, self.q, self.v) for s, _ in before])
         if fired:
             self._handle(fired)
             self._control()
@@ -438,6 +432,13 @@ class Simulator:
         mech = self.mech
         vals = {name: np.atleast_1d(qty.position(mech)).ravel() for name, qty in self.record_quantities.items()}
         self.recording.append(self.t, self.q, self.v, mech.solution.tau, vals)
+
+
+def _fired(sources, before: list[np.ndarray], now: list[np.ndarray]) -> list:
+    """``(source, guards before, crossed mask)`` of the sources whose guards crossed between
+    ``before`` and ``now`` at one instant (a source whose guard count changed is its own business)."""
+    fired = [(s, g, crossed(g, g1)) for s, g, g1 in zip(sources, before, now) if g.shape == g1.shape]
+    return [f for f in fired if f[2].any()]
 
 
 def _guards_after_control(source, sim, before: np.ndarray) -> np.ndarray:
