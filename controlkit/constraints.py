@@ -71,7 +71,10 @@ class Constraint:
         """``(error(), jacobian(), drift())`` at the mechanism's state, in one call.
 
         The assembly calls this once per constraint and evaluation; built-in constraints
-        override it to share their kinematics look-ups between the three.
+        override it to share their kinematics look-ups between the three. Return new arrays
+        whenever the rows change: at an unchanged state, a constraint that returns the very
+        arrays of the last call is taken to have the same rows (the stacked rows and the
+        solver's factors are kept).
         """
         return self.error(), self.jacobian(), self.drift()
 

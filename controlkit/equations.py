@@ -267,6 +267,7 @@ class Problem:
     lam_labels: list[str] = field(default_factory=list)
     mass_factor: object = None  # () -> (U, D) with M = U diag(D) U^T (Pinocchio's tree factor), or None
     reg_rows: Rows | None = None  # regularizations: weighted like costs, used where the costs are flat
+    factors: dict | None = None  # the solver's factors kept with the constraint rows (``Jc`` by identity)
 
     @property
     def equalities(self) -> list[Block]:
@@ -396,6 +397,25 @@ class EquationSet:
         self._check_new(name)
         table[name] = Cost(expr, weight)
         self._changed()
+
+    def set_weight(self, name: str, weight) -> None:
+        """Change a cost's or regularization's weight (scalar or (m,)) between solves.
+
+        Cheap: the compiled statements stay (a controller may re-weight a task at every tick)."""
+        for table in (self.costs, self.regularizations):
+            cost = table.get(name)
+            if cost is None:
+                continue
+            m = None
+            plan = self.__dict__.get("_plan")
+            if plan is not None and plan[0] == self.structure:
+                m = plan[3].set_weight(name, weight)  # checks the size against the compiled rows
+            if m is None and np.ndim(weight) > 1:
+                raise EquationError(f"set_weight({name!r}, ...): the weight must be a scalar or a vector")
+            cost.weight = weight
+            self._changed(structural=m is None)  # (no compiled plan to update: compiled anew)
+            return
+        raise UnknownNameError("cost or regularization", name, list(self.costs) + list(self.regularizations))
 
     def add_inequality(self, name: str, inequality: Inequality) -> None:
         """Add named inequality rows (built with ``<=`` or ``>=``)."""
@@ -639,6 +659,22 @@ class _SetPlan:
             [(name, "inequality", _compiled(ineq, lambda s: s.expr, ctx, name, "inequality"), None)
              for name, ineq in eqs.inequalities.items()], nv, nx)
 
+    def set_weight(self, name: str, weight) -> int | None:
+        """A weighted statement's new weight in its kind's stacked weights (the stacked array is
+        replaced: problems already built keep theirs); returns its row count, None if not here."""
+        for kind in (self.costs, self.regularizations):
+            for n, _, i, j in kind.spans:
+                if n == name:
+                    stacked = kind.weight.copy()
+                    try:
+                        stacked[i:j] = weight  # a scalar or (j - i,) (numpy checks the shape)
+                    except ValueError as exc:
+                        raise EquationError(f"set_weight({name!r}, ...): {j - i} rows, weight shape "
+                                            f"{np.shape(weight)}") from exc
+                    kind.weight = stacked
+                    return j - i
+        return None
+
     @staticmethod
     def _weighted(statements: dict, kind: str, ctx: Context) -> "_KindPlan":
         items = []
@@ -687,16 +723,36 @@ def _constraint_rows(mech, eqs: EquationSet, layout: Layout | None):
         return (), np.zeros((0, mech.nv)), None, np.zeros(0), [], layout
     plan = _constraint_plan(mech, mech.constraints)
     cons = plan.cons
+    terms = [c.terms() for c in cons]
+    # solved again at the same state (a controller's new torques): the constraints that keep their
+    # rows (the same arrays) give the same stacked rows, and the solver keeps its factors with them
+    key = (mech._version, eqs.kp, eqs.kv, eqs.critical_forms)
+    memo = plan.memo.get("rows")
+    if memo is not None and memo[0] == key and memo[1] is layout and _same_terms(memo[2], terms):
+        return memo[3]
     # (the plan's labels are shared by the problems, which only read them)
     labels = plan.labels if plan.labels is not None else [lab for c in cons for lab in c.row_labels()]
-    v = mech._v
     # one buffer per kind of term, filled constraint by constraint (terms() gives all three
     # at once; numpy's vstack/concatenate of many small arrays cost more than the kernels)
     k = plan.rows
     Jc, phi, drift = np.empty((k, mech.nv)), np.empty(k), np.empty(k)
-    for c, sl in zip(cons, plan.slices):
-        phi[sl], Jc[sl], drift[sl] = c.terms()
+    for t, sl in zip(terms, plan.slices):
+        phi[sl], Jc[sl], drift[sl] = t
     Jf = None if plan.ideal or all(c.ideal for c in plan.nonideal) else np.vstack([c.force_jacobian() for c in cons])
+    out = _stacked_constraint_rows(mech, eqs, plan, cons, Jc, Jf, phi, drift, labels, layout)
+    # kept only for ideal forces: a sliding contact's force rows are not among its terms
+    plan.memo["rows"] = (key, layout, terms, out) if out[2] is None else None
+    return out
+
+
+def _same_terms(old: list, new: list) -> bool:
+    """Whether every constraint returned the very arrays it returned before (its rows are cached)."""
+    return all(a is b for x, y in zip(old, new) for a, b in zip(x, y))
+
+
+def _stacked_constraint_rows(mech, eqs, plan, cons, Jc, Jf, phi, drift, labels, layout):
+    """The right-hand sides and the critical forms' rows of :func:`_constraint_rows`."""
+    v = mech._v
     rhs = Jc.dot(v)  # -drift - kv J v - kp phi, with as few temporaries
     rhs *= -eqs.kv
     rhs -= drift
@@ -784,4 +840,5 @@ def build_problem(mech, eqs: EquationSet, t: float, f_ext: np.ndarray | None = N
                    plan.costs.rows(ctx), ineq_rows,
                    default_cost=eqs.underdetermined == "default", mass_solve=mech.mass_solve,
                    mass_factor=getattr(mech, "mass_factor", None),
-                   Jf=Jf, lam_labels=labels, reg_rows=plan.regularizations.rows(ctx))
+                   Jf=Jf, lam_labels=labels, reg_rows=plan.regularizations.rows(ctx),
+                   factors=mech.__dict__.setdefault("_solver_factors", {}))

@@ -131,21 +131,36 @@ def _delassus_by_factor(p: Problem, tau: np.ndarray) -> Solution | None:
 
     With ``F = U D^1/2``: ``W = F^-1 [J^T | g]`` (one triangular solve), the Delassus matrix
     is ``W_J^T W_J``, ``J M^-1 g = W_J^T w_g`` and ``a = F^-T (w_g + W_J lam)``; no M^-1 is formed.
+    F, W_J and the Delassus factor are kept in ``p.factors`` with the rows they belong to: solved
+    again with the same rows (the assembly returns the same ``Jc`` array only at the same state),
+    only ``w_g`` is new.
     """
     L = p.layout
-    U, D = p.mass_factor()
-    F = U * np.sqrt(D)  # scales U's columns; stays Fortran-ordered for BLAS
     J = p.Jc
     k, nv = J.shape
-    B = np.empty((nv, k + 1), order="F")
-    B[:, :k] = J.T
-    np.subtract(tau.dot(p.S), p.bias, out=B[:, k])
-    W = blas.dtrsm(1.0, F, B, lower=0, overwrite_b=1)
-    Wj, wg = W[:, :k], W[:, k]
-    c, info = lapack.dpotrf(Wj.T.dot(Wj))
-    dg = c.diagonal().tolist()  # a dozen pivots: Python's min/max beat numpy's reductions
-    if info != 0 or min(dg) ** 2 <= RANK_TOL * max(dg) ** 2:
-        return None
+    memo = p.factors.get("delassus") if p.factors is not None else None
+    if memo is not None and memo[0] is J:
+        # the same rows at the same state (a controller's new torques): only g is new
+        _, F, Wj, c = memo
+        if c is None:
+            return None
+        wg = blas.dtrsm(1.0, F, np.subtract(tau.dot(p.S), p.bias)[:, None], lower=0, overwrite_b=1)[:, 0]
+    else:
+        U, D = p.mass_factor()
+        F = U * np.sqrt(D)  # scales U's columns; stays Fortran-ordered for BLAS
+        B = np.empty((nv, k + 1), order="F")
+        B[:, :k] = J.T
+        np.subtract(tau.dot(p.S), p.bias, out=B[:, k])
+        W = blas.dtrsm(1.0, F, B, lower=0, overwrite_b=1)
+        Wj, wg = W[:, :k], W[:, k]
+        c, info = lapack.dpotrf(Wj.T.dot(Wj))
+        dg = c.diagonal().tolist()  # a dozen pivots: Python's min/max beat numpy's reductions
+        if info != 0 or min(dg) ** 2 <= RANK_TOL * max(dg) ** 2:
+            c = None
+        if p.factors is not None:
+            p.factors["delassus"] = (J, F, Wj, c)
+        if c is None:
+            return None
     lam, _ = lapack.dpotrs(c, p.eq_rows.b - wg.dot(Wj))
     z = Wj.dot(lam)
     z += wg
@@ -391,7 +406,7 @@ def _qp(p, P, p0, free, wF, y0, N, E, f, method, tau_rows):
         c = C.T @ d if C.size else np.zeros(ny)
         R, r = _stack(p.reg_rows, P, p0, free, wF, nv, ny) if p.reg_rows is not None else (np.zeros((0, ny)), None)
         H, c = _with_default(H, c, lambda: (np.diag(_default_weights(ny, tau_rows)), np.zeros(ny)),
-                             (lambda: (R.T @ R, R.T @ r)) if len(R) else None)
+                             (lambda: (R, r)) if len(R) else None)
         rows = _independent_rows(E)
         Aeq, beq = E[rows], f[rows]
         Cq = np.vstack([Aeq, -G]).T if (Aeq.size or G.size) else np.zeros((ny, 0))
@@ -416,8 +431,7 @@ def _qp(p, P, p0, free, wF, y0, N, E, f, method, tau_rows):
 
     def regularization():
         R, r = _stack(p.reg_rows, P, p0, free, wF, nv, ny)
-        RN = R @ N
-        return RN.T @ RN, RN.T @ (r - R @ y0)
+        return R @ N, r - R @ y0
 
     has_reg = p.reg_rows is not None and bool(p.reg_rows.spans)
     H, c = _with_default(H, c, default, regularization if has_reg else None)
@@ -430,43 +444,71 @@ def _with_default(H, c, default, regularization=None):
 
     Its flat directions are the eigenvectors with eigenvalues at most ``RANK_TOL * max(1, w_max)``;
     when H provably has none (:func:`_no_flat_direction`), the eigenvectors (and the default) are skipped.
-    The user's regularizations (``regularization() -> (Hessian, linear term)``), when given, take
-    those directions first; the default takes what they leave flat.
+    The user's regularizations, when given as ``regularization() -> (R, r)`` (the Hessian ``R^T R``,
+    the linear term ``R^T r``), take those directions first; the default takes what they leave flat.
     """
     n = len(H)
     if not n or _no_flat_direction(H):
-        return H + 1e-12 * np.eye(n), c  # what the eigendecomposition gives when nothing is flat
+        return _nudged(H), c  # what the eigendecomposition gives when nothing is flat
     F, V, w = _flat_split(H)
     if not F.shape[1]:
-        return H + 1e-12 * np.eye(n), c
+        return _nudged(H), c
     if regularization is not None:
         # the costs' own minimum off F, from the same eigendecomposition (H's pseudo-inverse)
-        H, c, F = _regularize(H, c, F, regularization, V @ ((V.T @ c) / w))
+        H, c, F = _regularize(H, c, F, regularization, V @ ((V.T @ c) / w), float(w.sum()))
         if not F.shape[1]:
-            return H + 1e-12 * np.eye(n), c
+            H.flat[:: n + 1] += 1e-12  # (H is _regularize's new array)
+            return H, c
     D, cD = default()
     H = H + F @ (F.T @ D @ F) @ F.T + 1e-12 * np.eye(n)
     return H, c + F @ (F.T @ cD)
 
 
-def _regularize(H, c, F, regularization, z_costs):
-    """The regularizations (``regularization() -> (Hessian, linear term)``) on the directions F the
-    costs (H, c) leave flat; returns H, c and what the regularizations leave flat.
+def _nudged(H):
+    """``H + 1e-12 I`` (a new array)."""
+    H = H.copy()
+    H.flat[:: len(H) + 1] += 1e-12
+    return H
+
+
+def _regularize(H, c, F, regularization, z_costs, trace):
+    """The regularizations (``regularization() -> (R, r)``: Hessian ``R^T R``, linear term ``R^T r``)
+    on the directions F the costs (H, c; trace(H)) leave flat; returns new H and c, and what the
+    regularizations leave flat.
 
     Lexicographic: they are minimized over F with the other directions where the costs put them
     (``z_costs``, their unconstrained minimum off F, exact unless an inequality moves it). Acting
     on F alone, their scale does not move the minimum: brought to the costs' scale, quadprog sees
     a well-conditioned Hessian whatever the user's weights.
     """
-    Hr, cr = regularization()
-    HF = F.T @ Hr @ F
+    R, r = regularization()
+    RF = R @ F
+    HF = RF.T @ RF
+    scale = float(HF.trace())
+    if not scale > 0.0:
+        return H.copy(), c, F
+    k = max(1.0, trace) / scale
+    FH = F @ HF
+    FH *= k
+    H = H + FH @ F.T
+    c = c + F @ (RF.T @ (k * (r - R @ z_costs)))
+    if _well_conditioned(HF, scale):
+        return H, c, F[:, :0]  # nothing left flat (proved without the eigenvectors)
     w, V = np.linalg.eigh(HF)
-    if not w[-1] > 0.0:
-        return H, c, F
-    k = max(1.0, float(np.trace(H))) / w[-1]
-    H = H + k * (F @ HF @ F.T)
-    c = c + k * (F @ (F.T @ (cr - Hr @ z_costs)))
-    return H, c, F @ V[:, w <= RANK_TOL * w[-1]]
+    return H, c, F @ V[:, : int(np.searchsorted(w, RANK_TOL * float(w[-1]), side="right"))]
+
+
+def _well_conditioned(H, trace: float) -> bool:
+    """Whether the symmetric H (trace given) provably has every eigenvalue above ``RANK_TOL * w_max``
+    (False: maybe not): ``w_min >= 1 / |R^-1|_F^2`` with ``H = R^T R``, ``w_max <= trace``."""
+    R, info = lapack.dpotrf(H, lower=0, clean=1)
+    if info != 0:
+        return False
+    Ri, info = lapack.dtrtri(R, lower=0)
+    if info != 0:
+        return False
+    ri = Ri.ravel(order="K")
+    return 1.0 / float(ri.dot(ri)) > 2.0 * RANK_TOL * trace
 
 
 def _flat_directions(H) -> np.ndarray:
@@ -482,9 +524,9 @@ def _flat_split(H):
     forces between two planted feet: ~1e-13, then ~1e-6, with |H| ~ 1e4), their subspace is only
     defined to ~1e-6, and another LAPACK build's eigenvectors move the solution by that much.
     """
-    w, V = np.linalg.eigh(H)
-    flat = w <= RANK_TOL * max(1.0, w.max(initial=0.0))
-    return V[:, flat], V[:, ~flat], w[~flat]
+    w, V = np.linalg.eigh(H)  # ascending: the flat ones first
+    k = int(np.searchsorted(w, RANK_TOL * max(1.0, float(w[-1])), side="right")) if len(w) else 0
+    return V[:, :k], V[:, k:], w[k:]
 
 
 def _no_flat_direction(H) -> bool:
@@ -502,7 +544,7 @@ def _no_flat_direction(H) -> bool:
     Ri, info = lapack.dtrtri(R, lower=0)
     if info == 0:
         ri = Ri.ravel(order="K")
-        if 1.0 / float(ri.dot(ri)) > 2.0 * RANK_TOL * max(1.0, float(np.trace(H))):
+        if 1.0 / float(ri.dot(ri)) > 2.0 * RANK_TOL * max(1.0, float(H.trace())):
             return True
     w, _, info = lapack.dsyevd(H, compute_v=0)
     return info == 0 and w[0] > (1.0 + 1e-6) * RANK_TOL * max(1.0, w[-1])

@@ -119,3 +119,32 @@ def test_after_a_servo_tick_only_the_force_guards_are_evaluated_again_and_they_e
     full = src.guards(sim, sim.t, sim.q, sim.v)
     assert np.abs(fast - g_end).max() > 1.0  # the forces moved (N)...
     np.testing.assert_allclose(fast, full, rtol=0, atol=1e-9)  # ...and nothing else did
+
+
+def test_new_torques_at_the_same_state_solve_as_a_fresh_assembly(walks):
+    """The servo's new torques at an unchanged state (every tick) reuse the stacked contact rows
+    and the Delassus factor; the result equals the assembly and factorization from scratch."""
+    from controlkit.dynamics import evaluate
+    from controlkit.equations import EquationSet
+    from controlkit.quantities import ControlTorques
+    scn, _, _ = walks[0.0]
+    sim = scn.sim
+    mech = sim.mech
+    assert mech.constraints  # standing on its contacts
+    rng = np.random.default_rng(0)
+    trial = EquationSet(kp=sim.equations.kp, kv=sim.equations.kv)
+    first = None
+    for k in range(3):
+        trial.assign("torques", ControlTorques(mech), mech.solution.tau + 5.0 * rng.normal(size=mech.ntau))
+        mine = evaluate(mech, trial, sim.t, sim.q, sim.v)
+        first = first or mech.problem
+        assert k == 0 or mech.problem.Jc is first.Jc  # the rows were reused
+        mech._constraint_plan.memo["rows"] = None  # the general path: stacked and factored anew
+        mech._solver_factors.clear()
+        ref = evaluate(mech, trial, sim.t, sim.q, sim.v)
+        assert mech.problem.Jc is not first.Jc
+        np.testing.assert_allclose(mine.a, ref.a, atol=1e-9)
+        for name in mine.lam:
+            np.testing.assert_allclose(mine.lam[name], ref.lam[name], atol=1e-7 * (1 + np.abs(ref.lam[name]).max()))
+        first = mech.problem
+    sim.solve_now()
