@@ -179,7 +179,7 @@ class CollisionWorld:
         self.bodies = [(self.model.names[ja], self.model.names[jb]) for ja, jb in self.joints]
         self.thickness = np.array([_half_thickness(objs[a].geometry) + _half_thickness(objs[b].geometry)
                                    for a, b in index])
-        self._q_key: np.ndarray | None = None
+        self._q_key: bytes | None = None  # the configuration placed (its bytes: a cheap comparison)
         self._dist: np.ndarray | None = None  # distances at _q_key (m), computed on demand
         self._jac_done = False
 
@@ -234,10 +234,11 @@ class CollisionWorld:
 
     # -------------------------------------------------------- evaluation
     def _place(self, q: np.ndarray, jacobians: bool) -> None:
-        if self._q_key is None or not np.array_equal(self._q_key, q):
+        key = np.asarray(q, dtype=float).tobytes()
+        if key != self._q_key:
             pin.forwardKinematics(self.model, self.data, q)
             pin.updateGeometryPlacements(self.model, self.data, self.gmodel, self.gdata)
-            self._q_key = np.array(q, copy=True)
+            self._q_key = key
             self._jac_done = False
             self._dist = None
         if jacobians and not self._jac_done:
@@ -274,10 +275,11 @@ class CollisionWorld:
         v = self.mech._v if v is None else v
         self._place(q, jacobians)
         gm, gd = self.gmodel, self.gdata
+        fresh = self._dist is not None  # distances() ran at this placement: its results stand
         out = []
         for k in (range(len(self.pair_indices)) if which is None else which):
             k = int(k)
-            res = pin.computeDistance(gm, gd, k)
+            res = gd.distanceResults[k] if fresh else pin.computeDistance(gm, gd, k)
             pa, pb = np.array(res.getNearestPoint1()), np.array(res.getNearestPoint2())
             n = np.array(res.normal, dtype=float)
             nn = np.linalg.norm(n)

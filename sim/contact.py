@@ -139,11 +139,12 @@ class _Body:
     is True for the fixed world (joint 0), whose terms all vanish.
     """
 
-    __slots__ = ("R", "t", "w", "vo", "alpha", "ao", "J", "JA", "world")
+    __slots__ = ("R", "t", "w", "vo", "alpha", "ao", "J", "JA", "world", "_W")
 
     def __init__(self, mech, joint: int):
         nv = mech.nv
         self.world = joint == 0
+        self._W = None
         if self.world:
             self.R, self.t = np.eye(3), np.zeros(3)
             self.w = self.vo = self.alpha = self.ao = np.zeros(3)
@@ -167,6 +168,16 @@ class _Body:
         self.JA = np.empty((6, nv + 1))
         self.JA[:, :nv] = self.J
         self.JA[:3, nv], self.JA[3:, nv] = self.ao, self.alpha
+
+    def spin(self) -> np.ndarray:
+        """``W = w w^T - |w|^2 I`` (3, 3) (1/s^2): ``W r = w x (w x r)``, the centripetal acceleration."""
+        W = self._W
+        if W is None:
+            w0, w1, w2 = self.w.tolist()
+            ww = w0 * w0 + w1 * w1 + w2 * w2
+            W = self._W = np.array([[w0 * w0 - ww, w0 * w1, w0 * w2], [w1 * w0, w1 * w1 - ww, w1 * w2],
+                                    [w2 * w0, w2 * w1, w2 * w2 - ww]])
+        return W
 
     def point(self, local: np.ndarray) -> np.ndarray:
         """World position (m) of local points (k, 3) or (3,)."""
@@ -262,6 +273,40 @@ def _gap_rows(P: _Body, Q: _Body, k: np.ndarray, la: np.ndarray, lo: np.ndarray,
         uu = _point_slide_directions(P.velocity(xc) - Q.velocity(xc), k, u) if own else np.broadcast_to(u, x.shape)
         G = J - mu_k * (P.directional_jacobian(xc, uu) - Q.directional_jacobian(xc, uu))
     return phi, J, drift, G
+
+
+def _rows_on_world(A: _Body, n: np.ndarray, la: np.ndarray, lo: np.ndarray, rad: np.ndarray,
+                   anchor: np.ndarray | None, T: np.ndarray, k: int):
+    """:func:`_gap_rows` and the stick rows of A's points on the fixed world, in one product.
+
+    Every row is a direction d at a lever arm r from A's origin: ``[d | r x d] @ [J | drift]``
+    gives its Jacobian row and the drift's rigid part; the centripetal part is ``d . W r`` with
+    ``W = w w^T - |w|^2 I``. Normal rows: d = n at each point; stick rows: the tangents T (2, 3)
+    at the anchor, and the torsion ``[0 | n]`` (k = 2 or 3, 0 when not sticking).
+    Returns ``(phi, J, drift, G)`` as :meth:`ContactHinge._rows` (G is J: no sliding friction).
+    """
+    m = len(la)
+    rp = la @ A.R.T
+    W = np.empty((m + k, 6))
+    W[:m, :3] = n
+    W[:m, 3:] = rp @ _skew(n)  # r x n
+    phi = np.zeros(m + k)
+    phi[:m] = (rp + A.t - lo) @ n - rad
+    Wn = A.spin() @ n
+    if k:
+        ra = A.R @ anchor
+        W[m:m + 2, :3] = T
+        W[m:m + 2, 3:] = T @ _skew(ra)
+        W[m:m + 2, 3:] *= -1.0  # ra x t = -(t x ra)
+        if k == 3:
+            W[m + 2, :3] = 0.0
+            W[m + 2, 3:] = n
+    JD = W @ A.JA
+    JD[:m, -1] += rp @ Wn
+    if k:
+        JD[m:m + 2, -1] += T @ (A.spin() @ ra)
+    J = JD[:, :-1]
+    return phi, J, JD[:, -1], J
 
 
 #: m/s: a support point slower than this (relative to the other body) takes the contact's
@@ -503,7 +548,11 @@ class ContactHinge(Constraint):
         it leaves it; without dependent points it is ``min(fn)``."""
         if not self.dependent:
             return float(fn.min(initial=np.inf))
-        return _support_margin(fn, self.affine(sides))
+        C = self.affine(sides)
+        if len(C) == 1:  # (the common case, _support_margin's first branch without its numpy calls)
+            f = fn.tolist()
+            return _top_of_lines([(1.0, 0.0)] + [(-c, x) for c, x in zip(C[0].tolist(), f)], min(f))
+        return _support_margin(fn, C)
 
     def affine(self, sides=None) -> np.ndarray:
         """Affine coordinates (d, k) of the dependent points in the held points (rows sum to 1).
@@ -511,14 +560,16 @@ class ContactHinge(Constraint):
         Constant while every support point is a material point of one body; recomputed from the
         positions otherwise (points of both bodies move relative to each other when sliding)."""
         key = (self.version, self.mech._version)
-        if self._affine is not None and (self._affine[0] == key or self._affine[0][0] == self.version and self._rigid):
-            return self._affine[1]
+        if self._affine is not None:
+            old, C, rigid = self._affine
+            if old[0] == key[0] and (rigid or old[1] == key[1]):
+                return C
         sides = sides or self.sides()
         Xb, Xd = self.positions(self.points, sides), self.positions(self.dependent, sides)
         A = np.vstack([Xb.T, np.ones(len(Xb))])
         B = np.vstack([Xd.T, np.ones(len(Xd))])
         C = np.linalg.lstsq(A, B, rcond=None)[0].T
-        self._affine = (key, C)
+        self._affine = (key, C, self._rigid)
         return C
 
     @property
@@ -531,6 +582,14 @@ class ContactHinge(Constraint):
             return self._cache
         sides = self.sides()
         A, B, n = sides[0]
+        self._cache_version = self.mech._version
+        groups = self._groups()
+        if B.world and self.mode != "slide" and len(groups) == 1 and groups[0][0] == 0 \
+                and len(groups[0][1]) == len(self.points):
+            # the common case (a foot on the ground): A's material points on the fixed world
+            _, _, la, lo, rad = groups[0]
+            self._cache = _rows_on_world(A, n, la, lo, rad, self._anchor_a, self._tangents_b, self._stick_rows())
+            return self._cache
         blocks = []
         if self.points:
             blocks.append(self._normal_rows(sides))
@@ -543,7 +602,6 @@ class ContactHinge(Constraint):
             self._cache = (z, np.zeros((0, nv)), z, np.zeros((0, nv)))
         else:
             self._cache = tuple(np.concatenate([b[i] for b in blocks]) for i in range(4))
-        self._cache_version = self.mech._version
         return self._cache
 
     def sides(self):
@@ -1137,6 +1195,21 @@ def _basic_forces(rows: np.ndarray, others: np.ndarray, lam: np.ndarray) -> np.n
     return x if res <= 1e-9 * max(float(np.linalg.norm(b)), 1e-12) else None
 
 
+def _top_of_lines(lines: list, default: float) -> float:
+    """``max_s min_i (a_i s + b_i)`` of lines ``(a_i, b_i)``, or ``default`` when unbounded.
+
+    The 1-D LP's dual: the least of the flat lines' heights and of the heights where a rising line
+    meets a falling one (a dual vertex has one or two nonzero weights). A handful of lines: plain
+    floats beat numpy's per-call cost."""
+    up = [(a, b) for a, b in lines if a > 0.0]
+    down = [(a, b) for a, b in lines if a < 0.0]
+    best = min((b for a, b in lines if a == 0.0), default=math.inf)
+    for a, b in up:
+        for c, e in down:
+            best = min(best, (a * e - c * b) / (a - c))
+    return best if best < math.inf else default
+
+
 def _support_margin(fn: np.ndarray, C: np.ndarray) -> float:
     """``max t`` over redistributions: dependent forces ``mu >= t`` and held forces ``fn - C^T mu >= t``.
 
@@ -1147,17 +1220,8 @@ def _support_margin(fn: np.ndarray, C: np.ndarray) -> float:
     """
     k, d = len(fn), len(C)
     if d == 1:
-        # one free force s: the margin is the top of the concave min of k + 1 lines
-        # (s itself, and fn_j - C_j s); the top is where two of them meet (a handful of lines:
-        # plain floats beat numpy's per-call cost)
-        lines = [(1.0, 0.0)] + [(-c, f) for c, f in zip(C[0].tolist(), fn.tolist())]
-        best = -math.inf
-        for i, (si, oi) in enumerate(lines):
-            for sj, oj in lines[i + 1:]:
-                if si != sj:
-                    x = (oj - oi) / (si - sj)
-                    best = max(best, min(sl * x + of for sl, of in lines))
-        return best if best > -math.inf else float(fn.min(initial=np.inf))
+        return _top_of_lines([(1.0, 0.0)] + [(-c, f) for c, f in zip(C[0].tolist(), fn.tolist())],
+                             float(fn.min(initial=np.inf)))
     # a small LP as a regularized QP in (mu, t), scaled to forces of order one
     scale = max(float(np.abs(fn).max(initial=0.0)), 1e-12)
     n = d + 1
@@ -1300,13 +1364,16 @@ class ContactSource(EventSource):
         (none for a controlled hinge: the solve keeps its forces compressive and in the pyramid)."""
         if h.controlled:
             return []
-        fn, ft = h.forces(lam)
+        k = len(h.points)
+        fn = lam[:k]
+        f = lam.tolist()  # (a dozen numbers: Python's floats beat numpy's per-call cost)
         # the support holds while some compressive distribution over all its points gives these
         # forces; a margin that is zero in theory (a point resting with no load) fires only on a
         # tensile force beyond round-off, not on noise around zero
-        g = [h.support_margin(fn) + 1e-9 * (np.abs(fn).sum() + 1e-12)]
+        g = [h.support_margin(fn) + 1e-9 * (sum(map(abs, f[:k])) + 1e-12)]
         if h.mode == "stick":
-            g.append(h.mu_s * fn.sum() - np.linalg.norm(ft))
+            keep = h.stick_keep.tolist()
+            g.append(h.mu_s * sum(f[:k]) - math.hypot(*f[k:k + keep[0] + keep[1]]))
         elif h.mode == "slide":
             g.append(h.tangential_velocity() @ h.slide_dir)
         return g
