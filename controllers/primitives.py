@@ -108,10 +108,13 @@ class Quintic:
         if s >= self.dt:
             return self.p1 + self.v1 * (s - self.dt), self.v1.copy(), np.zeros_like(self.v1)
         s = max(s, 0.0)
-        c = self.c
-        p = c[0] + s * (c[1] + s * (c[2] + s * (c[3] + s * (c[4] + s * c[5]))))
-        v = c[1] + s * (2 * c[2] + s * (3 * c[3] + s * (4 * c[4] + s * 5 * c[5])))
-        a = 2 * c[2] + s * (6 * c[3] + s * (12 * c[4] + s * 20 * c[5]))
+        # read at every servo tick: one matrix product of the coefficients with s's powers
+        s2 = s * s
+        s3 = s2 * s
+        powers = np.array([[1.0, s, s2, s3, s3 * s, s3 * s2],
+                           [0.0, 1.0, 2.0 * s, 3.0 * s2, 4.0 * s3, 5.0 * s3 * s],
+                           [0.0, 0.0, 2.0, 6.0 * s, 12.0 * s2, 20.0 * s3]])
+        p, v, a = powers @ self.c
         return p, v, a
 
 

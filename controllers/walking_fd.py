@@ -325,7 +325,7 @@ class WholeBody:
         # with two feet down the forces between them are free: share the load by moving the centres
         # of pressure as little from mid-sole as the tasks allow (see StanceGains.wrench_weights)
         c.nominal_load = self.weight / 2.0
-        self.eqs.add_regularization(f"{side}-wrench", c.sole_wrench(self.cm), np.array(self.g.wrench_weights))
+        self.eqs.add_regularization(f"{side}-wrench", c.sole_wrench(self.cm), c.share_weights(self.g.wrench_weights))
 
     def unplant(self, side: str) -> None:
         """The foot may leave the ground: the model no longer holds it."""
@@ -407,6 +407,7 @@ class WholeBody:
             for side, c in self.planted.items():
                 f = self.ceilings.get(side)
                 c.max_force = math.inf if f is None else max(float(f(t)), 0.0)
+                eqs.set_weight(f"{side}-wrench", c.share_weights(g.wrench_weights))
             sol = evaluate(cm, eqs, t, q, v)
             note_loads(sol, self.planted.values())
             self.last = sol
@@ -491,18 +492,30 @@ class Lifted:
 
 def distance_to_target(ctl, leg: Leg, target: np.ndarray) -> float:
     """Distance (m) of the heel from its target."""
-    return float(np.linalg.norm(ctl.value(ctl.point(leg.heel)) - target))
+    return math.dist(ctl.value(ctl.point(leg.heel)).tolist(), np.asarray(target, dtype=float).tolist())
 
 
 def sole_height(ctl, leg: Leg, highest: bool = False) -> float:
     """Height (m) of the foot's lowest (or highest) sole corner."""
     mech = ctl.mech
-    geom = next(g for g in mech.collision_model.geometryObjects if g.name == leg.foot)
-    hx, hy, hz = np.asarray(geom.geometry.halfSide)
-    M = mech.kinematics().oMf[mech.frame_id(leg.foot)]
-    corners = np.array([[sx * hx, sy * hy, -hz] for sx in (1, -1) for sy in (1, -1)])
-    z = (M.rotation @ corners.T)[2]
+    fid, corners = _sole(mech, leg.foot)
+    M = mech.kinematics().oMf[fid]
+    z = M.rotation[2] @ corners
     return float((z.max() if highest else z.min()) + M.translation[2])
+
+
+_SOLES: dict = {}
+
+
+def _sole(mech, foot: str):
+    """The foot's frame id and its sole's corners (3, 4) in the foot frame (m), looked up once."""
+    cached = _SOLES.get((id(mech), foot))
+    if cached is None or cached[0] is not mech:
+        geom = next(g for g in mech.collision_model.geometryObjects if g.name == foot)
+        hx, hy, hz = np.asarray(geom.geometry.halfSide)
+        corners = np.array([[sx * hx, sy * hy, -hz] for sx in (1, -1) for sy in (1, -1)]).T
+        cached = _SOLES[(id(mech), foot)] = (mech, mech.frame_id(foot), corners)
+    return cached[1], cached[2]
 
 
 def foot_is_flat(ctl, leg: Leg) -> bool:

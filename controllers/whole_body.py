@@ -27,7 +27,7 @@ from controlkit.constraints import WeldConstraint
 from controlkit.dynamics import evaluate
 from controlkit.equations import EquationSet
 from controlkit.errors import ControlkitError
-from controlkit.expressions import Expr, TimeFunction, acc, orientation_error, pos, vel
+from controlkit.expressions import TimeFunction, acc, orientation_error, pos, vel
 from controlkit.quantities import ConstraintForce, ControlTorques, FrameOrientation, FramePoint, JointAccelerations
 
 __all__ = ["FootContact", "StanceGains", "whole_body_stance"]
@@ -75,24 +75,25 @@ class FootContact(WeldConstraint):
         # foot-axes force f_l = R^T f and moment at the sole centre m_l = R^T (m - r x f), with
         # r = R r_l (r_l = (0, 0, -depth)) and R^T [r]x = [r_l]x R^T: the limits K [f_l; m_l] are
         # [K_f - K_m [r_l]x, K_m] blockdiag(R^T, R^T), two constant (k, 3) blocks times R^T
-        A = self._blocks() @ Rt  # (2k, 3)
-        k = len(A) // 2
+        B = self._blocks()  # (2, k, 3)
+        k = B.shape[1]
         finite = math.isfinite(self.max_force)
-        C = np.zeros((k + finite, 6))
-        C[:k, :3], C[:k, 3:] = A[:k], A[k:]
+        C = np.empty((k + finite, 6))
+        np.matmul(B, Rt, out=C[:k].reshape(k, 2, 3).transpose(1, 0, 2))
         d = np.zeros(k + finite)
         d[0] = -self.min_force
         if finite:
             C[k, :3] = Rt[2]  # the foot-axes normal force
+            C[k, 3:] = 0.0
             d[-1] = self.max_force
         return C, d
 
     def _blocks(self) -> np.ndarray:
-        """``[K_f - K_m [r_l]x; K_m]`` (2k, 3) of :meth:`_template` ``K = [K_f, K_m]`` (constant)."""
+        """``[K_f - K_m [r_l]x, K_m]`` (2, k, 3) of :meth:`_template` ``K = [K_f, K_m]`` (constant)."""
         B = self.__dict__.get("_B")
         if B is None:
             K = self._template()
-            B = self._B = np.vstack([K[:, :3] - K[:, 3:] @ _skew(np.array([0.0, 0.0, -self.depth])), K[:, 3:]])
+            B = self._B = np.stack([K[:, :3] - K[:, 3:] @ _skew(np.array([0.0, 0.0, -self.depth])), K[:, 3:]])
         return B
 
     def _template(self) -> np.ndarray:
@@ -111,35 +112,25 @@ class FootContact(WeldConstraint):
     def sole_wrench(self, mech):
         """The ground's wrench on the foot at the sole centre, for the foot flat: an expression
         (6,) (force N, moment N m, world axes); its moment's x and y are zero when the centre of
-        pressure is mid-sole. The moment rows are divided by the foot's share of the load at the
-        last solve (``load / nominal_load``, set by the servo; 1 until then, at least 5%): as a
-        regularization it then shares a moment between feet in proportion to their loads (equal
-        centre-of-pressure offsets, not equal moments, which would put a lightly loaded foot's
-        centre of pressure at its sole's edge)."""
+        pressure is mid-sole. Regularized with :meth:`share_weights`."""
         d = self.depth
         # m_sole = m_origin - r x f with r = (0, 0, -depth) from the frame origin to the sole centre
         P = np.eye(6)
         P[3, 1], P[4, 0] = -d, d
-        return _RowScaled(P @ ConstraintForce(mech, self.name), self._share_factors, "per load")
+        return P @ ConstraintForce(mech, self.name)
 
-    def _share_factors(self) -> np.ndarray:
+    def share_weights(self, weights: np.ndarray) -> np.ndarray:
+        """The :meth:`sole_wrench` regularization's weights (6,) for this solve: ``weights`` with the
+        moment rows divided by the foot's share of the load at the last solve (``load /
+        nominal_load``, set by the servo; 1 until then, at least 5%). It then shares a moment
+        between feet in proportion to their loads (equal centre-of-pressure offsets, not equal
+        moments, which would put a lightly loaded foot's centre of pressure at its sole's edge)."""
         k = 1.0
         if math.isfinite(self.load) and self.nominal_load > 0:
             k = 1.0 / max(self.load / self.nominal_load, 0.05)
-        return np.array([1.0, 1.0, 1.0, k, k, k])
-
-
-class _RowScaled(Expr):
-    """An expression whose rows are multiplied by factors read at each evaluation, ``factors() -> (m,)``."""
-
-    def __init__(self, x: Expr, factors: Callable[[], np.ndarray], label: str):
-        self.x, self.factors, self.label = x, factors, label
-
-    def evaluate(self, ctx):
-        return self.x.evaluate(ctx).scale(self.factors(), 1)
-
-    def describe(self):
-        return f"{self.label} * ({self.x.describe()})"
+        w = np.array(weights, dtype=float)
+        w[3:] *= k
+        return w
 
 
 def note_loads(sol, feet) -> None:
@@ -203,7 +194,7 @@ def whole_body_stance(model_mech, feet: Sequence[dict], torso: str, path: Path, 
         weight = float(np.sum([i.mass for i in cm.model.inertias])) * float(-cm.model.gravity.linear[2])
         for c in planted:
             c.nominal_load = weight / len(planted)
-            eqs.add_regularization(f"{c.name} wrench", c.sole_wrench(cm), np.array(g.wrench_weights))
+            eqs.add_regularization(f"{c.name} wrench", c.sole_wrench(cm), c.share_weights(g.wrench_weights))
         p, o = FramePoint(cm, torso), FrameOrientation(cm, torso)
         R0 = o.position(cm)
 
@@ -226,6 +217,8 @@ def whole_body_stance(model_mech, feet: Sequence[dict], torso: str, path: Path, 
         while True:
             q, v = ctl.q, ctl.v
             ref["a"] = g.posture_kp * pin.difference(model, q, q0) - g.posture_kd * v
+            for c in planted:
+                eqs.set_weight(f"{c.name} wrench", c.share_weights(g.wrench_weights))
             sol = evaluate(cm, eqs, ctl.t, q, v)
             note_loads(sol, planted)
             program.last = sol

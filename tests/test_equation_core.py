@@ -353,3 +353,27 @@ def test_a_solution_is_known_stale_once_the_state_or_the_statements_change(talos
     assert talos.solved(eqs)
     assert np.abs(sol1.a - sol0.a).max() > 1e-6  # the new torques were used, not a cached solve
     assert not talos.solved(EquationSet())
+
+
+def test_a_reweighted_cost_solves_as_a_set_built_with_that_weight():
+    """``set_weight`` between solves (a controller re-weighting a task every tick) keeps the
+    compiled statements and gives what a set built with the new weight gives."""
+    mech, q, v, target, preferred, _ = _tool_with_preferred_accelerations(1.0, as_cost=True)
+    eqs = EquationSet()
+    eqs.add_cost("tool", acc(FramePoint(mech, "tool0")) - target)
+    from controlkit.quantities import JointAccelerations
+    eqs.add_cost("preferred", JointAccelerations(mech) - preferred, 1.0)
+    first = solve(build_problem(mech, eqs, 0.0))
+    structure = eqs.structure
+    w = 1e-2 * np.array([1.0, 2.0, 1.0, 3.0, 1.0, 1.0])
+    eqs.set_weight("preferred", w)
+    assert eqs.structure == structure  # compiled once
+    again = solve(build_problem(mech, eqs, 0.0))
+    fresh = _tool_with_preferred_accelerations(1e-2, as_cost=True)[-1]
+    np.testing.assert_allclose(again.a, fresh.a, atol=1e-10)
+    assert np.abs(again.a - first.a).max() > 1e-6  # the new weight was used
+    with pytest.raises(Exception, match="rows"):
+        eqs.set_weight("preferred", np.ones(4))  # 6 rows
+    with pytest.raises(UnknownNameError):
+        eqs.set_weight("no such cost", 1.0)
+
