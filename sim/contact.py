@@ -151,23 +151,19 @@ class _Body:
             self.J = np.zeros((6, nv))
             self.JA = np.zeros((6, nv + 1))
             return
-        d = mech.data
-        M = d.oMi[joint]
-        R = M.rotation.copy()
-        self.R, self.t = R, M.translation.copy()
-        vj, aj = d.v[joint].vector, d.a[joint].vector  # [linear; angular], joint frame
-        # data.a holds the spatial drift (kinematics() runs with a = 0); classical = + w x v:
-        # the four vectors rotated to the world in one product
-        X = np.empty((3, 4))
-        X[:, 0], X[:, 1], X[:, 2] = vj[3:], vj[:3], aj[3:]
-        X[:, 3] = aj[:3] + cross(vj[3:], vj[:3])
-        X = R @ X
-        self.w, self.vo, self.alpha, self.ao = X[:, 0], X[:, 1], X[:, 2], X[:, 3]
-        self.J = pin.getJointJacobian(mech.model, d, joint, LWA)
+        m, d = mech.model, mech.data
+        H = d.oMi[joint].homogeneous  # (a new array: R and t are views of it)
+        self.R, self.t = H[:3, :3], H[:3, 3]
+        # the joint origin's velocity and classical drift acceleration (kinematics() runs with
+        # a = 0) in world axes: [linear; angular]
+        V = pin.getVelocity(m, d, joint, LWA).vector
+        A = pin.getClassicalAcceleration(m, d, joint, LWA).vector
+        self.vo, self.w, self.ao, self.alpha = V[:3], V[3:], A[:3], A[3:]
+        self.J = pin.getJointJacobian(m, d, joint, LWA)
         # [J | drift]: one product gives a point's Jacobian rows and the drift's rigid part
         self.JA = np.empty((6, nv + 1))
         self.JA[:, :nv] = self.J
-        self.JA[:3, nv], self.JA[3:, nv] = self.ao, self.alpha
+        self.JA[:, nv] = A
 
     def spin(self) -> np.ndarray:
         """``W = w w^T - |w|^2 I`` (3, 3) (1/s^2): ``W r = w x (w x r)``, the centripetal acceleration."""
@@ -503,7 +499,10 @@ class ContactHinge(Constraint):
 
     @property
     def size(self) -> int:
-        return 0 if self.detached else len(self.points) + int(self._stick_mask().sum())
+        if self.detached:
+            return 0
+        k = self._stick_rows()  # (read at every assembly: a list sum beats numpy's on 3 flags)
+        return len(self.points) + (sum(self.stick_keep.tolist()[:k]) if k else 0)
 
     def _stick_mask(self) -> np.ndarray:
         return self.stick_keep[: self._stick_rows()]
@@ -700,7 +699,7 @@ class ContactHinge(Constraint):
             nv = self.mech.nv
             return np.zeros(0), np.zeros((0, nv)), np.zeros(0)
         phi, J, drift, _ = self._rows()
-        if self.mode == "stick" and not self.stick_keep[: self._stick_rows()].all():
+        if self.mode == "stick" and not all(self.stick_keep.tolist()[: self._stick_rows()]):
             keep = self.row_mask()
             return phi[keep], J[keep], drift[keep]
         return phi, J, drift
