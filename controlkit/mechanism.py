@@ -113,9 +113,15 @@ class Mechanism:
 
     def frame_id(self, name: str) -> int:
         """Pinocchio frame id of a frame, body or feature name; raises UnknownNameError."""
-        if not self.model.existFrame(name):
-            raise UnknownNameError("frame", name, [f.name for f in self.model.frames], f"mechanism {self.name!r}")
-        return self.model.getFrameId(name)
+        # remembered: Pinocchio searches the frames' names one by one (a program asking for a
+        # point every step asks again); frames are only ever appended, so an id stays valid
+        ids = self.__dict__.setdefault("_frame_ids", {})
+        fid = ids.get(name)
+        if fid is None:
+            if not self.model.existFrame(name):
+                raise UnknownNameError("frame", name, [f.name for f in self.model.frames], f"mechanism {self.name!r}")
+            fid = ids[name] = self.model.getFrameId(name)
+        return fid
 
     def joint_v_slice(self, name: str) -> slice:
         """Slice of v (and a) belonging to a joint."""

@@ -322,6 +322,8 @@ class CollisionWorld:
         d = self.distances(q)
         which = [k for k in np.flatnonzero((d <= 0.0) | np.isfinite(self.thickness))  # half-spaces cannot be tunnelled
                  if k not in exclude]
+        if not which:  # (every pair held by a hinge: no Jacobians needed)
+            return best
         for c in self.contacts(q, v, which=which):
             u = c.normal_velocity
             if c.distance > 0.0 and u < 0.0:
