@@ -581,13 +581,13 @@ class ContactHinge(Constraint):
             return self._cache
         sides = self.sides()
         A, B, n = sides[0]
-        self._cache_version = self.mech._version
         groups = self._groups()
         if B.world and self.mode != "slide" and len(groups) == 1 and groups[0][0] == 0 \
                 and len(groups[0][1]) == len(self.points):
             # the common case (a foot on the ground): A's material points on the fixed world
             _, _, la, lo, rad = groups[0]
             self._cache = _rows_on_world(A, n, la, lo, rad, self._anchor_a, self._tangents_b, self._stick_rows())
+            self._cache_version = self.mech._version
             return self._cache
         blocks = []
         if self.points:
@@ -601,6 +601,7 @@ class ContactHinge(Constraint):
             self._cache = (z, np.zeros((0, nv)), z, np.zeros((0, nv)))
         else:
             self._cache = tuple(np.concatenate([b[i] for b in blocks]) for i in range(4))
+        self._cache_version = self.mech._version
         return self._cache
 
     def sides(self):
