@@ -15,8 +15,9 @@ and ``other`` (integrator arithmetic, Lie-group updates, loop). In part 2 the se
 (on the controller's model) count in pinocchio/assembly/solve too, and are also given apart.
 With ``--profile``: cProfile's own time per source file (top 15) and per function (top 20).
 
-Run: ``.venv/bin/python bench/walking.py [--part 1|2|both] [--seconds 20] [--profile]``;
-writes bench/results/walking.json.
+Run: ``.venv/bin/python bench/walking.py [--part 1|2|both] [--seconds 20] [--repeat 3] [--profile]``;
+writes bench/results/walking.json. With ``--repeat N`` each part runs N times and the median run
+is reported (with every run's real-time factor): on a shared machine one run can be 20% off.
 """
 from __future__ import annotations
 
@@ -126,18 +127,24 @@ def _profile_tables(prof):
     return files, funcs
 
 
-def bench_part(part: int, seconds: float, integrator: str | None, dt: float | None, profile: bool) -> dict:
-    """Run one part, print its tables, return its JSON section."""
+def bench_part(part: int, seconds: float, integrator: str | None, dt: float | None, profile: bool,
+               repeat: int = 1) -> dict:
+    """Run one part (``repeat`` times: the tables are the median run's), print its tables, return its JSON section."""
     _, default_integrator, default_dt, target = DEMOS[part]
     integrator, dt = integrator or default_integrator, dt or default_dt
-    rec, wall, split, stats, sim, _, servo = run(part, seconds, integrator, dt)
+    runs = sorted((run(part, seconds, integrator, dt) for _ in range(max(1, repeat))), key=lambda r: r[1])
+    rec, wall, split, stats, sim, _, servo = runs[len(runs) // 2]  # the median wall time
     n = sim.mech.times.calls
     rtf = seconds / wall
     summary = {"part": part, "simulated_s": seconds, "wall_s": wall, "real_time_factor": rtf,
                "target": target, "met": rtf >= target, "integrator": integrator, "dt_s": dt, "steps": sim.steps,
                "evaluations": n, "evaluations_per_step": n / max(sim.steps, 1), "events": len(rec.events)}
     print(f"\n== part {part}: {DEMOS[part][0]}")
-    print(table([summary], list(summary)))
+    if len(runs) > 1:
+        summary["real_time_factors"] = [seconds / r[1] for r in runs]
+        print(f"{len(runs)} runs, real-time factors " + ", ".join(f"{x:.3f}" for x in summary["real_time_factors"])
+              + " (the median run below)")
+    print(table([summary], [k for k in summary if k != "real_time_factors"]))
     if servo is not None:
         print(f"servo: {servo['solves']} solves, {servo['us_per_solve']:.0f} us each ({servo['wall_s']:.2f} s)")
     rows = [{"part": p, "wall_s": split[p], "share_%": 100 * split[p] / wall, "us_per_simulated_ms": 1e3 * split[p] / seconds}
@@ -167,11 +174,12 @@ def main(argv=None):
     ap.add_argument("--integrator", default=None, help="default: rk4 (part 1), semi_implicit_euler (part 2)")
     ap.add_argument("--dt", type=float, default=None, help="integration step (s); default 0.01 (part 1), 0.001 (part 2)")
     ap.add_argument("--profile", action="store_true", help="also run under cProfile (slower) and print where the time goes")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per part; the median is reported (a noisy machine)")
     args = ap.parse_args(argv)
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
     parts = (1, 2) if args.part == "both" else (int(args.part),)
-    payload = {f"part{p}": bench_part(p, args.seconds, args.integrator, args.dt, args.profile) for p in parts}
+    payload = {f"part{p}": bench_part(p, args.seconds, args.integrator, args.dt, args.profile, args.repeat) for p in parts}
     payload["targets"] = {"part1": "real_time_factor >= 2 on one core", "part2": "real_time_factor >= 1 on one core"}
     path = write_json("walking", payload)
     print(f"\nwrote {path}")

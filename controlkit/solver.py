@@ -417,7 +417,6 @@ def _qp(p, P, p0, free, wF, y0, N, E, f, method, tau_rows):
             _raise_infeasible(p, G @ y0 - g)
         return y0
     # in z: user costs on top, the default |z|^2 only where the costs are flat (y0 is already optimal there)
-    GN = G @ N
     if C.size:
         CN = C @ N
         H = CN.T @ CN
@@ -435,8 +434,47 @@ def _qp(p, P, p0, free, wF, y0, N, E, f, method, tau_rows):
 
     has_reg = p.reg_rows is not None and bool(p.reg_rows.spans)
     H, c = _with_default(H, c, default, regularization if has_reg else None)
-    z = _call_quadprog(p, H, c, -GN.T, -(g - G @ y0), 0)
-    return y0 + N @ z
+    return _screened_qp(p, H, c, G, g, y0, N)
+
+
+#: an inequality row is given to quadprog when the last solution with this many rows came within
+#: this fraction of its scale (|g_i| + |G_i y|) of it; the rest are checked after the solve
+SCREEN_MARGIN = 0.25
+
+
+def _screened_qp(p, H, c, G, g, y0, N):
+    """``min 1/2 z^T H z - c^T z`` s.t. ``G (y0 + N z) <= g``; returns y = y0 + N z.
+
+    Exact with fewer rows: the rows far from active at the last solve of this size (a servo's
+    torque limits, a loaded foot's friction margins) are left out, and the solution is checked
+    against all of them; a violated row means the whole problem is solved again. (With H positive
+    definite the optimum of the screened problem, when it satisfies every row, is the optimum.)
+    """
+    memo = p.factors
+    last = memo.get("qp") if memo is not None else None
+    Gy0 = G @ y0
+    if last is not None and last[0] == (len(g), len(y0)):
+        Gy = G @ last[1]
+        near = g - Gy <= SCREEN_MARGIN * (np.abs(g) + np.abs(Gy))
+        if not near.all():
+            rows = np.flatnonzero(near)
+            try:
+                if len(rows):
+                    z = quadprog.solve_qp(H, c, -(G[rows] @ N).T, Gy0[rows] - g[rows], 0)[0]
+                else:
+                    z = quadprog.solve_qp(H, c)[0]
+            except ValueError:
+                z = None  # (the whole problem names the failure)
+            if z is not None:
+                y = y0 + N @ z
+                if np.all(G @ y <= g + 1e-9 * (1.0 + np.abs(g))):
+                    memo["qp"] = ((len(g), len(y0)), y)
+                    return y
+    z = _call_quadprog(p, H, c, -(G @ N).T, Gy0 - g, 0)
+    y = y0 + N @ z
+    if memo is not None:
+        memo["qp"] = ((len(g), len(y0)), y)
+    return y
 
 
 def _with_default(H, c, default, regularization=None):

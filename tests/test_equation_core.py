@@ -377,3 +377,52 @@ def test_a_reweighted_cost_solves_as_a_set_built_with_that_weight():
     with pytest.raises(UnknownNameError):
         eqs.set_weight("no such cost", 1.0)
 
+
+
+def test_a_qp_solved_on_its_likely_active_rows_equals_the_full_qp():
+    """The QP leaves out the inequality rows far from active at the last solve (a servo's torque
+    limits) and checks them after: the same solution as quadprog on every row, also when a row
+    left out becomes active (it is then solved again with all of them)."""
+    from controlkit import solver as S
+    from controlkit.quantities import JointAccelerations
+    mech, q, v, target, preferred, _ = _tool_with_preferred_accelerations(1.0, as_cost=True)
+    calls = []
+    real = S._call_quadprog
+
+    def full_only(p, H, c, Cq, bq, meq):
+        calls.append(Cq.shape[1])
+        return real(p, H, c, Cq, bq, meq)
+
+    def solve_both(limit):
+        eqs = EquationSet()
+        eqs.add_cost("tool", acc(FramePoint(mech, "tool0")) - target)
+        eqs.add_cost("preferred", JointAccelerations(mech) - preferred, 1e-2)
+        eqs.add_inequality("torque limit", ControlTorques(mech) <= limit)
+        eqs.add_inequality("torque limit (negative)", ControlTorques(mech) >= -limit)
+        mine = solve(build_problem(mech, eqs, 0.0))
+        p = build_problem(mech, eqs, 0.0)
+        p.factors = None  # no memory of the last solve: every row goes to quadprog
+        return mine, solve(p)
+
+    S._call_quadprog = full_only
+    try:
+        solve_both(1e4)  # remembers a solution far from every limit
+        calls.clear()
+        mine, ref = solve_both(1e4)
+        assert calls == [12]  # only the reference went to the full quadprog
+        np.testing.assert_allclose(mine.x, ref.x, atol=1e-9)
+        calls.clear()
+        mine, ref = solve_both(0.5 * np.abs(ref.tau).max())  # now active: near at the last solution
+        assert calls == [12]
+        np.testing.assert_allclose(mine.x, ref.x, atol=1e-7)
+        # a row far from active at the last solution that the screened solution violates: the
+        # whole problem is solved again (min |z - (2, 0)|^2 s.t. z_0 <= 1, z_1 <= 5)
+        from types import SimpleNamespace
+        p = SimpleNamespace(factors={"qp": ((2, 2), np.array([-3.0, 4.9]))}, time=0.0)
+        calls.clear()
+        y = S._screened_qp(p, np.eye(2), np.array([2.0, 0.0]), np.eye(2), np.array([1.0, 5.0]),
+                           np.zeros(2), np.eye(2))
+        assert calls == [2]  # only z_1's row was given first; z_0 <= 1 failed the check
+        np.testing.assert_allclose(y, [1.0, 0.0], atol=1e-12)
+    finally:
+        S._call_quadprog = real
