@@ -86,8 +86,9 @@ class FramePoint(Quantity):
         self.frame = frame
         self.fid = mech.frame_id(frame)
         self.offset = np.zeros(3) if offset is None else np.asarray(offset, dtype=float).reshape(3)
-        self.name = frame if not self.offset.any() else f"{frame}+{self.offset.tolist()}"
-        self._has_offset = bool(self.offset.any())
+        # (a program may ask for a point at every step: no numpy reduction for the common no offset)
+        self._has_offset = offset is not None and bool(self.offset.any())
+        self.name = f"{frame}+{self.offset.tolist()}" if self._has_offset else frame
 
     def _r(self, mech):
         return mech.kinematics().oMf[self.fid].rotation @ self.offset

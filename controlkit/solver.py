@@ -447,29 +447,34 @@ def _screened_qp(p, H, c, G, g, y0, N):
 
     Exact with fewer rows: the rows far from active at the last solve of this size (a servo's
     torque limits, a loaded foot's friction margins) are left out, and the solution is checked
-    against all of them; a violated row means the whole problem is solved again. (With H positive
-    definite the optimum of the screened problem, when it satisfies every row, is the optimum.)
+    against all of them; violated rows join the given ones (twice at most, then the whole problem
+    is solved). With H positive definite the optimum of the screened problem, when it satisfies
+    every row, is the optimum.
     """
     memo = p.factors
     last = memo.get("qp") if memo is not None else None
     Gy0 = G @ y0
+    tol = 1e-9 * (1.0 + np.abs(g))
     if last is not None and last[0] == (len(g), len(y0)):
         Gy = G @ last[1]
-        near = g - Gy <= SCREEN_MARGIN * (np.abs(g) + np.abs(Gy))
-        if not near.all():
-            rows = np.flatnonzero(near)
+        given = g - Gy <= SCREEN_MARGIN * (np.abs(g) + np.abs(Gy))
+        for _ in range(3):  # rows found violated join the given ones
+            if given.all():
+                break
+            rows = np.flatnonzero(given)
             try:
                 if len(rows):
                     z = quadprog.solve_qp(H, c, -(G[rows] @ N).T, Gy0[rows] - g[rows], 0)[0]
                 else:
                     z = quadprog.solve_qp(H, c)[0]
             except ValueError:
-                z = None  # (the whole problem names the failure)
-            if z is not None:
-                y = y0 + N @ z
-                if np.all(G @ y <= g + 1e-9 * (1.0 + np.abs(g))):
-                    memo["qp"] = ((len(g), len(y0)), y)
-                    return y
+                break  # (the whole problem names the failure)
+            y = y0 + N @ z
+            violated = G @ y > g + tol
+            if not violated.any():
+                memo["qp"] = ((len(g), len(y0)), y)
+                return y
+            given |= violated
     z = _call_quadprog(p, H, c, -(G @ N).T, Gy0 - g, 0)
     y = y0 + N @ z
     if memo is not None:

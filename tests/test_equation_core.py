@@ -418,11 +418,15 @@ def test_a_qp_solved_on_its_likely_active_rows_equals_the_full_qp():
         # a row far from active at the last solution that the screened solution violates: the
         # whole problem is solved again (min |z - (2, 0)|^2 s.t. z_0 <= 1, z_1 <= 5)
         from types import SimpleNamespace
-        p = SimpleNamespace(factors={"qp": ((2, 2), np.array([-3.0, 4.9]))}, time=0.0)
+        G, g = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), np.array([1.0, 5.0, 5.5])
+        p = SimpleNamespace(factors={"qp": ((3, 2), np.array([-3.0, 4.9]))}, time=0.0)
         calls.clear()
-        y = S._screened_qp(p, np.eye(2), np.array([2.0, 0.0]), np.eye(2), np.array([1.0, 5.0]),
-                           np.zeros(2), np.eye(2))
-        assert calls == [2]  # only z_1's row was given first; z_0 <= 1 failed the check
+        y = S._screened_qp(p, np.eye(2), np.array([2.0, 0.0]), G, g, np.zeros(2), np.eye(2))
+        assert calls == []  # z_1's row given first; z_0 <= 1 failed the check and joined it; row 3 stayed out
         np.testing.assert_allclose(y, [1.0, 0.0], atol=1e-12)
+        p.factors["qp"] = ((3, 2), np.array([-3.0, 4.9]))
+        y = S._screened_qp(p, np.eye(2), np.array([2.0, 200.0]), G, g, np.zeros(2), np.eye(2))
+        assert calls == [3]  # every row came in: the whole problem
+        np.testing.assert_allclose(y, S.quadprog.solve_qp(np.eye(2), np.array([2.0, 200.0]), -G.T, -g)[0], atol=1e-12)
     finally:
         S._call_quadprog = real
