@@ -267,7 +267,8 @@ class Problem:
     lam_labels: list[str] = field(default_factory=list)
     mass_factor: object = None  # () -> (U, D) with M = U diag(D) U^T (Pinocchio's tree factor), or None
     reg_rows: Rows | None = None  # regularizations: weighted like costs, used where the costs are flat
-    factors: dict | None = None  # the solver's factors kept with the constraint rows (``Jc`` by identity)
+    # the solver's factors kept with the constraint rows (``Jc`` by identity); the mechanism's cache
+    factors: dict | None = field(default=None, repr=False, compare=False)
 
     @property
     def equalities(self) -> list[Block]:
