@@ -1357,7 +1357,7 @@ class ContactSource(EventSource):
         return out
 
     def _hinge_guards(self, h: ContactHinge, lam: np.ndarray) -> np.ndarray:
-        return np.asarray(self._force_guards(h, lam) + self._geometry_guards(h), dtype=float)
+        return np.concatenate([np.asarray(self._force_guards(h, lam), dtype=float), *self._geometry_guards(h)])
 
     def _force_guards(self, h: ContactHinge, lam: np.ndarray) -> list[float]:
         """The guards that depend on the forces (the statements): support margin, stick or slide
@@ -1378,18 +1378,21 @@ class ContactSource(EventSource):
             g.append(h.tangential_velocity() @ h.slide_dir)
         return g
 
-    def _geometry_guards(self, h: ContactHinge) -> list[float]:
-        """Spare vertices touching down (inside the other's face) and support points leaving a face."""
-        g: list[float] = []
+    def _geometry_guards(self, h: ContactHinge) -> list[np.ndarray]:
+        """Spare vertices touching down (inside the other's face) and support points leaving a face
+        (arrays, in guard order)."""
+        g: list[np.ndarray] = []
         sides = h.sides()
-        for owner, la, lo, offset, pts, slack in self._watched(h):
+        watched, edges = self._watched(h)
+        for owner, la, lo, offset, pts, slack in watched:
             P, Q, k = sides[owner]
             face = h.faces[owner]
             if len(la):
                 x = P.point(la)
-                gap = (x - Q.point(lo)) @ k - offset
+                # (over the fixed world, lo's points are world points already)
+                gap = (x - (lo if Q.world else Q.point(lo))) @ k - offset
                 # a vertex matters only over the face: max(gap, -margin) <= 0 means below and inside
-                g.extend((gap if face is None else np.maximum(gap, -_margin(face, Q, x))) + self.slack)
+                g.append((gap if face is None else np.maximum(gap, -_margin(face, Q, x))) + self.slack)
             if face is not None and len(pts):
                 # a crossing point follows its edges (re-placed after each step); its guard only
                 # catches a crossing that ends (the edges no longer cross near it). Held fixed in
@@ -1403,26 +1406,28 @@ class ContactSource(EventSource):
                     dv = P.velocity(x[crossing]) - Q.velocity(x[crossing])
                     dv -= np.outer(dv @ k, k)
                     margin[crossing] += self._step * np.sqrt(np.einsum("ij,ij->i", dv, dv))
-                g.extend(margin)
-        for p in h.support():
-            if p.edges is not None:  # an edge crossing: it ends where it leaves either edge
-                g.append(_edge_geometry(*sides[0][:2], p.edges)[-1] + self.slack)
+                g.append(margin)
+        if edges:  # an edge crossing: it ends where it leaves either edge
+            g.append(np.array([_edge_geometry(*sides[0][:2], p.edges)[-1] + self.slack for p in edges]))
         return g
 
     def _watched(self, h: ContactHinge):
         """Per owner: the spare vertices (local points of both bodies, offsets) and the support
-        points with their slacks, as arrays (cached while the hinge's points are the same)."""
+        points with their slacks, as arrays; and the edge-crossing support points (cached while
+        the hinge's points are the same)."""
         key = (h.version, tuple(h.spare), tuple(h.support()))
         if not _same_key(h.__dict__.get("_watch_key"), key):
             out = []
             for owner in (0, 1):
                 spare = [s for s in h.spare if s.owner == owner]
                 pts = [p for p in h.support() if p.owner == owner and p.edges is None]
+                if not spare and not pts:
+                    continue
                 out.append((owner, np.array([s.local_a for s in spare]).reshape(-1, 3),
                             np.array([s.local_o for s in spare]).reshape(-1, 3), np.array([s.offset for s in spare]),
                             np.array([p.local_a for p in pts]).reshape(-1, 3),
                             np.array([self.crossing_slack if p.crossing else self.slack for p in pts])))
-            h._watch_key, h._watch = key, out
+            h._watch_key, h._watch = key, (out, [p for p in h.support() if p.edges is not None])
         return h._watch
 
     def max_step(self, sim, t, q, v):
