@@ -434,52 +434,8 @@ def _qp(p, P, p0, free, wF, y0, N, E, f, method, tau_rows):
 
     has_reg = p.reg_rows is not None and bool(p.reg_rows.spans)
     H, c = _with_default(H, c, default, regularization if has_reg else None)
-    return _screened_qp(p, H, c, G, g, y0, N)
-
-
-#: an inequality row is given to quadprog when the last solution with this many rows came within
-#: this fraction of its scale (|g_i| + |G_i y|) of it; the rest are checked after the solve
-SCREEN_MARGIN = 0.25
-
-
-def _screened_qp(p, H, c, G, g, y0, N):
-    """``min 1/2 z^T H z - c^T z`` s.t. ``G (y0 + N z) <= g``; returns y = y0 + N z.
-
-    Exact with fewer rows: the rows far from active at the last solve of this size (a servo's
-    torque limits, a loaded foot's friction margins) are left out, and the solution is checked
-    against all of them; violated rows join the given ones (twice at most, then the whole problem
-    is solved). With H positive definite the optimum of the screened problem, when it satisfies
-    every row, is the optimum.
-    """
-    memo = p.factors
-    last = memo.get("qp") if memo is not None else None
-    Gy0 = G @ y0
-    tol = 1e-9 * (1.0 + np.abs(g))
-    if last is not None and last[0] == (len(g), len(y0)):
-        Gy = G @ last[1]
-        given = g - Gy <= SCREEN_MARGIN * (np.abs(g) + np.abs(Gy))
-        for _ in range(3):  # rows found violated join the given ones
-            if given.all():
-                break
-            rows = np.flatnonzero(given)
-            try:
-                if len(rows):
-                    z = quadprog.solve_qp(H, c, -(G[rows] @ N).T, Gy0[rows] - g[rows], 0)[0]
-                else:
-                    z = quadprog.solve_qp(H, c)[0]
-            except ValueError:
-                break  # (the whole problem names the failure)
-            y = y0 + N @ z
-            violated = G @ y > g + tol
-            if not violated.any():
-                memo["qp"] = ((len(g), len(y0)), y)
-                return y
-            given |= violated
-    z = _call_quadprog(p, H, c, -(G @ N).T, Gy0 - g, 0)
-    y = y0 + N @ z
-    if memo is not None:
-        memo["qp"] = ((len(g), len(y0)), y)
-    return y
+    z = _call_quadprog(p, H, c, -(G @ N).T, G @ y0 - g, 0)
+    return y0 + N @ z
 
 
 def _with_default(H, c, default, regularization=None):
