@@ -547,11 +547,7 @@ class ContactHinge(Constraint):
         it leaves it; without dependent points it is ``min(fn)``."""
         if not self.dependent:
             return float(fn.min(initial=np.inf))
-        C = self.affine(sides)
-        if len(C) == 1:  # (the common case, _support_margin's first branch without its numpy calls)
-            f = fn.tolist()
-            return _top_of_lines([(1.0, 0.0)] + [(-c, x) for c, x in zip(C[0].tolist(), f)], min(f))
-        return _support_margin(fn, C)
+        return _support_margin(fn, self.affine(sides))
 
     def affine(self, sides=None) -> np.ndarray:
         """Affine coordinates (d, k) of the dependent points in the held points (rows sum to 1).
@@ -1220,8 +1216,8 @@ def _support_margin(fn: np.ndarray, C: np.ndarray) -> float:
     """
     k, d = len(fn), len(C)
     if d == 1:
-        return _top_of_lines([(1.0, 0.0)] + [(-c, f) for c, f in zip(C[0].tolist(), fn.tolist())],
-                             float(fn.min(initial=np.inf)))
+        f = fn.tolist()
+        return _top_of_lines([(1.0, 0.0)] + [(-c, x) for c, x in zip(C[0].tolist(), f)], min(f, default=math.inf))
     # a small LP as a regularized QP in (mu, t), scaled to forces of order one
     scale = max(float(np.abs(fn).max(initial=0.0)), 1e-12)
     n = d + 1
