@@ -1360,16 +1360,14 @@ class ContactSource(EventSource):
         (none for a controlled hinge: the solve keeps its forces compressive and in the pyramid)."""
         if h.controlled:
             return []
-        k = len(h.points)
-        fn = lam[:k]
-        f = lam.tolist()  # (a dozen numbers: Python's floats beat numpy's per-call cost)
+        fn, ft = h.forces(lam)
+        f = fn.tolist()  # (a few numbers: Python's floats beat numpy's per-call cost)
         # the support holds while some compressive distribution over all its points gives these
         # forces; a margin that is zero in theory (a point resting with no load) fires only on a
         # tensile force beyond round-off, not on noise around zero
-        g = [h.support_margin(fn) + 1e-9 * (sum(map(abs, f[:k])) + 1e-12)]
+        g = [h.support_margin(fn) + 1e-9 * (sum(map(abs, f)) + 1e-12)]
         if h.mode == "stick":
-            keep = h.stick_keep.tolist()
-            g.append(h.mu_s * sum(f[:k]) - math.hypot(*f[k:k + keep[0] + keep[1]]))
+            g.append(h.mu_s * sum(f) - math.hypot(*ft.tolist()))
         elif h.mode == "slide":
             g.append(h.tangential_velocity() @ h.slide_dir)
         return g
