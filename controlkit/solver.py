@@ -499,15 +499,23 @@ def _regularize(H, c, F, regularization, z_costs, trace):
 
 def _well_conditioned(H, trace: float) -> bool:
     """Whether the symmetric H (trace given) provably has every eigenvalue above ``RANK_TOL * w_max``
-    (False: maybe not): ``w_min >= 1 / |R^-1|_F^2`` with ``H = R^T R``, ``w_max <= trace``."""
+    (False: maybe not), by :func:`_least_eigenvalue_bound` and ``w_max <= trace``."""
+    bound = _least_eigenvalue_bound(H)
+    return bound is not None and bound > 2.0 * RANK_TOL * trace
+
+
+def _least_eigenvalue_bound(H) -> float | None:
+    """A lower bound of the symmetric H's least eigenvalue: ``1 / |R^-1|_F^2`` with ``H = R^T R``
+    (two triangular kernels); 0 when R cannot be inverted, None when the Cholesky factor fails
+    (H numerically singular or indefinite). The factor 2 its callers ask more covers rounding."""
     R, info = lapack.dpotrf(H, lower=0, clean=1)
     if info != 0:
-        return False
+        return None
     Ri, info = lapack.dtrtri(R, lower=0)
     if info != 0:
-        return False
+        return 0.0
     ri = Ri.ravel(order="K")
-    return 1.0 / float(ri.dot(ri)) > 2.0 * RANK_TOL * trace
+    return 1.0 / float(ri.dot(ri))
 
 
 def _flat_directions(H) -> np.ndarray:
@@ -537,14 +545,11 @@ def _no_flat_direction(H) -> bool:
     eigenvalues alone decide, with a margin of 1e-6 for their rounding (computing no eigenvectors
     costs a third of the decomposition). A failed Cholesky factor means H is numerically singular.
     """
-    R, info = lapack.dpotrf(H, lower=0, clean=1)
-    if info != 0:
+    bound = _least_eigenvalue_bound(H)
+    if bound is None:
         return False
-    Ri, info = lapack.dtrtri(R, lower=0)
-    if info == 0:
-        ri = Ri.ravel(order="K")
-        if 1.0 / float(ri.dot(ri)) > 2.0 * RANK_TOL * max(1.0, float(H.trace())):
-            return True
+    if bound > 2.0 * RANK_TOL * max(1.0, float(H.trace())):
+        return True
     w, _, info = lapack.dsyevd(H, compute_v=0)
     return info == 0 and w[0] > (1.0 + 1e-6) * RANK_TOL * max(1.0, w[-1])
 
