@@ -504,18 +504,17 @@ def sole_height(ctl, leg: Leg, highest: bool = False) -> float:
     return float((z.max() if highest else z.min()) + M.translation[2])
 
 
-_SOLES: dict = {}
-
-
 def _sole(mech, foot: str):
-    """The foot's frame id and its sole's corners (3, 4) in the foot frame (m), looked up once."""
-    cached = _SOLES.get((id(mech), foot))
-    if cached is None or cached[0] is not mech:
+    """The foot's frame id and its sole's corners (3, 4) in the foot frame (m), looked up once per
+    mechanism (kept on it, as its other per-model caches)."""
+    soles = mech.__dict__.setdefault("_soles", {})
+    cached = soles.get(foot)
+    if cached is None:
         geom = next(g for g in mech.collision_model.geometryObjects if g.name == foot)
         hx, hy, hz = np.asarray(geom.geometry.halfSide)
         corners = np.array([[sx * hx, sy * hy, -hz] for sx in (1, -1) for sy in (1, -1)]).T
-        cached = _SOLES[(id(mech), foot)] = (mech, mech.frame_id(foot), corners)
-    return cached[1], cached[2]
+        cached = soles[foot] = (mech.frame_id(foot), corners)
+    return cached
 
 
 def foot_is_flat(ctl, leg: Leg) -> bool:
