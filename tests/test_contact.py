@@ -535,3 +535,29 @@ def test_a_contact_made_again_after_breaking_while_touching_watches_its_penetrat
         g = src.guards(sim, sim.t, q, np.zeros(6))
         assert g[k] == pytest.approx(slack - unshown, abs=1e-10)
         assert np.sign(g[k]) == sign
+
+
+def test_rows_of_a_contact_on_the_fixed_world_equal_the_general_rows_at_a_moving_state():
+    """A contact on the fixed world (a foot on the ground) builds its normal and stick rows in one
+    product (``_rows_on_world``); at a state with every velocity nonzero (drift and centripetal
+    terms present) they equal the general normal rows and stick block, row by row."""
+    from sim.contact import _rows_on_world
+    b = scenes.box_on_ground()
+    sim = Simulator(b.mechanism, b.q0, b.v0, dt=0.02, integrator="rk4")
+    src = enable_contacts(sim, friction=(0.5, 0.4))
+    (h,) = src.hinges.values()
+    assert h.mode == "stick" and h.region == "face"
+    mech = sim.mech
+    v = np.random.default_rng(3).normal(size=mech.nv)
+    mech.set_state(sim.q, v, check=False)
+    sides = h.sides()
+    A, B, n = sides[0]
+    assert B.world
+    (_, _, la, lo, rad), = h._groups()
+    for k in (3, 2, 0):
+        fast = _rows_on_world(A, n, la, lo, rad, h._anchor_a, h._tangents_b, k)
+        blocks = [h._normal_rows(sides)] + ([h._stick_block(A, B, n, k)] if k else [])
+        general = [np.concatenate([blk[i] for blk in blocks]) for i in range(4)]
+        for mine, ref in zip(fast, general):
+            np.testing.assert_allclose(mine, ref, rtol=1e-12, atol=1e-12)
+    assert np.abs(general[2]).max() > 1e-3  # the drifts were not all zero
