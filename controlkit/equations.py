@@ -262,10 +262,10 @@ class Problem:
     cost_rows: Rows
     ineq_rows: Rows
     default_cost: bool = True
-    mass_solve: object = None  # b -> M^-1 b (the mechanism's factor); None: factor M here
+    mass_solve: object = None  # b -> M^-1 b (the mechanism's); None: factor M here
     Jf: np.ndarray | None = None  # force Jacobian when it differs from Jc (sliding friction)
     lam_labels: list[str] = field(default_factory=list)
-    mass_factor: object = None  # () -> (U, D) with M = U diag(D) U^T (Pinocchio's tree factor), or None
+    mass_inverse: object = None  # () -> M^-1 (nv, nv) at the state (the mechanism's), or None
     reg_rows: Rows | None = None  # regularizations: weighted like costs, used where the costs are flat
     # the solver's factors kept with the constraint rows (``Jc`` by identity); the mechanism's cache
     factors: dict | None = field(default=None, repr=False, compare=False)
@@ -840,6 +840,6 @@ def build_problem(mech, eqs: EquationSet, t: float, f_ext: np.ndarray | None = N
     return Problem(t, layout, M, bias, mech.S, Jc, eq_rows, plan.fixed_values(ctx) if plan.fixed else [],
                    plan.costs.rows(ctx), ineq_rows,
                    default_cost=eqs.underdetermined == "default", mass_solve=mech.mass_solve,
-                   mass_factor=getattr(mech, "mass_factor", None),
+                   mass_inverse=getattr(mech, "mass_inverse", None),
                    Jf=Jf, lam_labels=labels, reg_rows=plan.regularizations.rows(ctx),
                    factors=mech.__dict__.setdefault("_solver_factors", {}))

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import quadprog
 import scipy.linalg as sla
-from scipy.linalg import blas, lapack
+from scipy.linalg import lapack
 
 from .equations import Problem
 from .errors import InconsistentEquationsError, SolverError, UnderdeterminedError
@@ -109,8 +109,8 @@ def _constrained_forward(p: Problem) -> Solution | None:
         if max(cols.tolist()) >= L.nv + L.ntau:  # (numpy's max of a few ints costs more)
             return None
         tau[cols - L.nv] = vals
-    if p.mass_factor is not None:
-        return _delassus_by_factor(p, tau)
+    if p.mass_inverse is not None:
+        return _delassus_by_inverse(p, tau)
     msolve = p.mass_solve or _dense_mass_solve(p.M)
     J = p.Jc
     p0 = msolve(tau @ p.S - p.bias)
@@ -126,50 +126,40 @@ def _constrained_forward(p: Problem) -> Solution | None:
     return Solution(x, a, tau, {name: x[s] for name, s in L.lam.items()}, "direct")
 
 
-def _delassus_by_factor(p: Problem, tau: np.ndarray) -> Solution | None:
-    """:func:`_constrained_forward` on the tree factor ``M = U D U^T`` (Pinocchio's algorithm).
+def _delassus_by_inverse(p: Problem, tau: np.ndarray) -> Solution | None:
+    """:func:`_constrained_forward` with the mechanism's ``M^-1`` (Pinocchio's recursive algorithm).
 
-    With ``F = U D^1/2``: ``W = F^-1 [J^T | g]`` (one triangular solve), the Delassus matrix
-    is ``W_J^T W_J``, ``J M^-1 g = W_J^T w_g`` and ``a = F^-T (w_g + W_J lam)``; no M^-1 is formed.
-    F, W_J and the Delassus factor are kept in ``p.factors`` with the rows they belong to: solved
-    again with the same rows (the assembly returns the same ``Jc`` array only at the same state),
-    only ``w_g`` is new.
+    ``A = J M^-1 J^T`` (the Delassus matrix) by Cholesky, ``a = M^-1 g + M^-1 J^T lam`` with
+    ``g = S^T tau - bias``. ``M^-1 J^T`` and the Delassus factor are kept in ``p.factors`` with the
+    rows they belong to: solved again with the same rows (the assembly returns the same ``Jc``
+    array only at the same state), only ``M^-1 g`` is new.
     """
     L = p.layout
     J = p.Jc
     k, nv = J.shape
+    Mi = p.mass_inverse()
     memo = p.factors.get("delassus") if p.factors is not None else None
     if memo is not None and memo[0] is J:
-        # the same rows at the same state (a controller's new torques): only g is new
-        _, F, Wj, c = memo
-        if c is None:
-            return None
-        wg = blas.dtrsm(1.0, F, np.subtract(tau.dot(p.S), p.bias)[:, None], lower=0, overwrite_b=1)[:, 0]
+        # the same rows at the same state (a controller's new torques)
+        _, MJt, c = memo
     else:
-        U, D = p.mass_factor()
-        F = U * np.sqrt(D)  # scales U's columns; stays Fortran-ordered for BLAS
-        B = np.empty((nv, k + 1), order="F")
-        B[:, :k] = J.T
-        np.subtract(tau.dot(p.S), p.bias, out=B[:, k])
-        W = blas.dtrsm(1.0, F, B, lower=0, overwrite_b=1)
-        Wj, wg = W[:, :k], W[:, k]
-        c, info = lapack.dpotrf(Wj.T.dot(Wj))
+        MJt = Mi.dot(J.T)
+        c, info = lapack.dpotrf(J.dot(MJt))
         dg = c.diagonal().tolist()  # a dozen pivots: Python's min/max beat numpy's reductions
         if info != 0 or min(dg) ** 2 <= RANK_TOL * max(dg) ** 2:
             c = None
         if p.factors is not None:
-            p.factors["delassus"] = (J, F, Wj, c)
-        if c is None:
-            return None
-    lam, _ = lapack.dpotrs(c, p.eq_rows.b - wg.dot(Wj))
-    z = Wj.dot(lam)
-    z += wg
+            p.factors["delassus"] = (J, MJt, c)
+    if c is None:
+        return None
     nt = L.ntau
     x = np.empty(nv + nt + k)
-    x[:nv] = blas.dtrsm(1.0, F, z[:, None], lower=0, trans_a=1, overwrite_b=1)[:, 0]
+    a = x[:nv]
+    np.dot(Mi, np.subtract(tau.dot(p.S), p.bias), out=a)  # M^-1 g: the acceleration without constraints
+    lam, _ = lapack.dpotrs(c, p.eq_rows.b - J.dot(a))
+    a += MJt.dot(lam)
     x[nv:nv + nt] = tau
     x[nv + nt:] = lam
-    a = x[:nv]
     return Solution(x, a, tau, {name: x[s] for name, s in L.lam.items()}, "direct")
 
 

@@ -215,7 +215,7 @@ def test_a_subclass_redefining_a_row_method_does_not_inherit_the_fused_terms(tal
     assert np.array_equal(c.terms()[1], 2.0 * WeldConstraint.jacobian(c))
 
 
-def test_block_mass_solve_on_the_tree_factor_equals_a_dense_solve(robot):
+def test_block_mass_solve_by_the_inverse_equals_a_dense_solve(robot):
     mech = robot[0]
     mech.set_state(*random_state(mech, 11))
     M, _ = mech.dynamics()
