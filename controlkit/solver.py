@@ -424,8 +424,26 @@ def _qp(p, P, p0, free, wF, y0, N, E, f, method, tau_rows):
 
     has_reg = p.reg_rows is not None and bool(p.reg_rows.spans)
     H, c = _with_default(H, c, default, regularization if has_reg else None)
-    z = _call_quadprog(p, H, c, -(G @ N).T, G @ y0 - g, 0)
-    return y0 + N @ z
+    GN, slack = G.dot(N), g - G.dot(y0)  # the inequalities on z: GN z <= slack
+    z = _inside(H, c, GN, slack)
+    if z is None:
+        z = _call_quadprog(p, H, c, -GN.T, -slack, 0)
+    return y0 + N.dot(z)
+
+
+def _inside(H, c, GN, slack):
+    """The unconstrained minimum ``z = H^-1 c`` when it satisfies every inequality ``GN z <= slack``
+    (then it is the QP's solution, as quadprog's first iterate), else None.
+
+    In a walk most ticks have no inequality active (4 in 5 for the biped's servo): one Cholesky
+    solve and one product then replace quadprog's call."""
+    R, info = lapack.dpotrf(H)
+    if info != 0:
+        return None  # (quadprog reports a Hessian that is not positive definite)
+    z, info = lapack.dpotrs(R, c)
+    if info != 0 or not (GN.dot(z) <= slack).all():
+        return None
+    return z
 
 
 def _with_default(H, c, default, regularization=None):

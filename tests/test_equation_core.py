@@ -318,6 +318,32 @@ def test_a_regularization_chooses_only_among_what_the_costs_leave_free(qp):
         np.testing.assert_allclose(_tool_with_preferred_accelerations(w, qp=qp)[-1].a, sol.a, atol=1e-7)
 
 
+def _tool_with_torque_limit(limit: float):
+    mech = _ur5()
+    mech.set_state(np.array([0.3, -1.0, 1.2, -0.5, 0.8, 0.2]), np.array([0.1, -0.2, 0.3, 0.1, 0.0, -0.4]))
+    eqs = EquationSet()
+    eqs.add_cost("tool", acc(FramePoint(mech, "tool0")) - np.array([3.0, -2.0, 1.0]))
+    eqs.add_inequality("torque limit", ControlTorques(mech) <= limit)
+    eqs.add_inequality("torque limit (negative)", ControlTorques(mech) >= -limit)
+    return build_problem(mech, eqs, 0.0)
+
+
+@pytest.mark.parametrize("active", [False, True])
+def test_the_qp_in_the_null_space_equals_quadprog_on_the_whole_problem(active):
+    """Limits far away (the unconstrained minimum is the answer, quadprog is not called) or cutting
+    the largest torque (quadprog): the same solution as quadprog on the whole problem in y."""
+    free = solve(_tool_with_torque_limit(1e6))
+    limit = 0.6 * np.abs(free.tau).max() if active else 1e6
+    p = _tool_with_torque_limit(limit)
+    sol, whole = solve(p), solve(p, method="qp")
+    assert sol.method == whole.method == "qp"
+    assert np.abs(sol.tau).max() <= limit * (1 + 1e-9)
+    assert (np.abs(np.abs(sol.tau).max() - limit) < 1e-6 * limit) == active  # a limit holds only when active
+    np.testing.assert_allclose(sol.x, whole.x, rtol=0, atol=1e-7 * np.abs(whole.x).max())
+    if not active:
+        np.testing.assert_allclose(sol.x, free.x, rtol=0, atol=1e-9 * np.abs(free.x).max())
+
+
 def test_a_light_cost_trades_against_the_task_where_a_regularization_does_not():
     mech, q, v, target, preferred, sol = _tool_with_preferred_accelerations(1e-2, as_cost=True)
     m, d = mech.model, mech.model.createData()
