@@ -75,11 +75,11 @@ class FootContact(WeldConstraint):
         # foot-axes force f_l = R^T f and moment at the sole centre m_l = R^T (m - r x f), with
         # r = R r_l (r_l = (0, 0, -depth)) and R^T [r]x = [r_l]x R^T: the limits K [f_l; m_l] are
         # [K_f - K_m [r_l]x, K_m] blockdiag(R^T, R^T), two constant (k, 3) blocks times R^T
-        B = self._blocks()  # (2, k, 3)
-        k = B.shape[1]
+        B = self._blocks()  # (2k, 3): row 2i is limit i's force block, row 2i + 1 its moment block
+        k = len(B) // 2
         finite = math.isfinite(self.max_force)
         C = np.empty((k + finite, 6))
-        np.matmul(B, Rt, out=C[:k].reshape(k, 2, 3).transpose(1, 0, 2))
+        np.dot(B, Rt, out=C[:k].reshape(2 * k, 3))  # (a contiguous view: row i is [force, moment])
         d = np.zeros(k + finite)
         d[0] = -self.min_force
         if finite:
@@ -89,11 +89,13 @@ class FootContact(WeldConstraint):
         return C, d
 
     def _blocks(self) -> np.ndarray:
-        """``[K_f - K_m [r_l]x, K_m]`` (2, k, 3) of :meth:`_template` ``K = [K_f, K_m]`` (constant)."""
+        """``[K_f - K_m [r_l]x, K_m]`` of :meth:`_template` ``K = [K_f, K_m]`` (constant), each limit's
+        two (3,) blocks in consecutive rows: (2k, 3)."""
         B = self.__dict__.get("_B")
         if B is None:
             K = self._template()
-            B = self._B = np.stack([K[:, :3] - K[:, 3:] @ _skew(np.array([0.0, 0.0, -self.depth])), K[:, 3:]])
+            force = K[:, :3] - K[:, 3:] @ _skew(np.array([0.0, 0.0, -self.depth]))
+            B = self._B = np.stack([force, K[:, 3:]], axis=1).reshape(-1, 3)
         return B
 
     def _template(self) -> np.ndarray:

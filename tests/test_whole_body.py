@@ -96,3 +96,12 @@ def test_foot_contact_bounds_the_wrench_to_the_sole():
     with pytest.raises(ControlkitError):
         FootContact("f", "foot_l", -0.1, 0.05, 0.02, 0.8)
     assert isinstance(c, WeldConstraint)
+    # a tilted, turned foot: the rows are the template's on [R^T f; R^T (m - r x f)], r = R (0, 0, -depth)
+    q = pin.randomConfiguration(mech.model, -np.ones(mech.nq), np.ones(mech.nq))
+    mech.set_state(q, np.zeros(mech.nv))
+    R = mech.kinematics().oMf[mech.frame_id("foot_l")].rotation
+    r = R @ np.array([0.0, 0.0, -0.02])
+    skew = np.array([[0.0, -r[2], r[1]], [r[2], 0.0, -r[0]], [-r[1], r[0], 0.0]])
+    T = np.block([[R.T, np.zeros((3, 3))], [-R.T @ skew, R.T]])
+    C, d = c.force_inequalities()
+    np.testing.assert_allclose(C, c._template() @ T, rtol=0, atol=1e-12)
