@@ -784,36 +784,56 @@ def _inequality_rows(cons, plan: _KindPlan, ctx: Context) -> Rows:
     """The inequalities: rows ``C lam <= d`` of the constraints that bound their own forces (contacts
     under control), then the statements' rows, in one allocation."""
     layout = ctx.layout
-    nv, nx = layout.nv, layout.nx
     parts = []
     for c in cons:
         rows = c.force_inequalities()
         if rows is not None:
-            parts.append((c.name, layout.lam[c.name], *rows))
+            parts.append((c, *rows))
     statements = plan.rows(ctx)
     if not parts:
         return statements
+    # the layout (spans, where each block goes, the statements' constant rows) is the same from
+    # tick to tick while the constraints, their row counts and the statements' arrays are
+    shape = (cons, layout, statements.Aw, statements.Aa, statements.spans, [len(d) for _, _, d in parts])
+    memo = plan.__dict__.get("_ineq_layout")
+    if memo is None or not _same_layout(memo[0], shape):
+        memo = plan._ineq_layout = (shape, *_inequality_layout(parts, statements, layout))
+    _, Aw0, Aa, places, spans = memo
+    Aw, b = Aw0.copy(), np.empty(len(Aw0))
+    for (rows, cols), (_, C, d) in zip(places, parts):
+        Aw[rows, cols] = C
+        b[rows] = d
+    b[places[-1][0].stop:] = statements.b
+    return Rows(Aa, Aw, b, spans, layout.nv, layout.nx)
+
+
+def _same_layout(old: tuple, new: tuple) -> bool:
+    """Whether :func:`_inequality_rows`' layout keys match (its arrays by identity)."""
+    return all(a is b for a, b in zip(old[:5], new[:5])) and old[5] == new[5]
+
+
+def _inequality_layout(parts, statements: Rows, layout: Layout):
+    """:func:`_inequality_rows`' layout: Aw with zero constraint blocks and the statements' rows below,
+    Aa (or None), each constraint's (rows, columns) in Aw, and the spans."""
+    nv, nx = layout.nv, layout.nx
     r = sum(len(d) for *_, d in parts)
     m = r + len(statements)
-    Aw = np.empty((m, nx - nv))
-    Aw[:r] = 0.0
-    b = np.empty(m)
-    spans, k = [], 0
-    for name, sl, C, d in parts:
-        n = len(d)
-        Aw[k:k + n, sl.start - nv:sl.stop - nv] = C
-        b[k:k + n] = d
-        spans.append((f"{name} (unilateral)", "inequality", k, k + n))
+    Aw = np.zeros((m, nx - nv))
+    spans, places, k = [], [], 0
+    for c, _, d in parts:
+        sl, n = layout.lam[c.name], len(d)
+        places.append((slice(k, k + n), slice(sl.start - nv, sl.stop - nv)))
+        spans.append((f"{c.name} (unilateral)", "inequality", k, k + n))
         k += n
-    if not statements.spans:
-        return Rows(None, Aw, b, spans, nv, nx)
-    Aw[r:] = 0.0 if statements.Aw is None else statements.Aw
-    b[r:] = statements.b
     Aa = None
-    if statements.Aa is not None:
-        Aa = np.zeros((m, nv))
-        Aa[r:] = statements.Aa
-    return Rows(Aa, Aw, b, spans + [(n, kind, i + r, j + r) for n, kind, i, j in statements.spans], nv, nx)
+    if statements.spans:
+        if statements.Aw is not None:
+            Aw[r:] = statements.Aw
+        if statements.Aa is not None:
+            Aa = np.zeros((m, nv))
+            Aa[r:] = statements.Aa
+        spans += [(n, kind, i + r, j + r) for n, kind, i, j in statements.spans]
+    return Aw, Aa, places, spans
 
 
 def build_problem(mech, eqs: EquationSet, t: float, f_ext: np.ndarray | None = None,

@@ -105,3 +105,45 @@ def test_foot_contact_bounds_the_wrench_to_the_sole():
     T = np.block([[R.T, np.zeros((3, 3))], [-R.T @ skew, R.T]])
     C, d = c.force_inequalities()
     np.testing.assert_allclose(C, c._template() @ T, rtol=0, atol=1e-12)
+
+
+def test_the_kept_inequality_layout_gives_the_rows_assembled_afresh():
+    """The stacked inequality rows (the feet's force limits, then the torque limits) are laid out
+    once and refilled at each state: equal to a fresh assembly at new states and after a foot is lifted."""
+    from controlkit.equations import EquationSet, build_problem
+    from controlkit.quantities import ControlTorques
+    built = robots.biped()
+    mech = built.mechanism
+    feet = [FootContact(f"stance {f['frame']}", f["frame"], f["half_length"], f["half_width"], f["sole_depth"], f["mu"])
+            for f in biped_feet(built, 0.8)]
+    for c in feet:
+        c.bind(mech)
+        mech.constraints[c.name] = c
+    eqs = EquationSet()
+    eqs.add_inequality("torque limit", ControlTorques(mech) <= 50.0)
+    rng = np.random.default_rng(4)
+
+    def assembled(fresh: bool):
+        if fresh:
+            eqs._plan[3].inequalities.__dict__.pop("_ineq_layout", None)
+        return build_problem(mech, eqs, 0.0).ineq_rows
+
+    for lifted in (False, True):
+        if lifted:
+            del mech.constraints[feet[1].name]
+        for _ in range(2):
+            mech.set_state(pin.randomConfiguration(mech.model, -np.ones(mech.nq), np.ones(mech.nq)),
+                           rng.standard_normal(mech.nv))
+            kept, fresh = assembled(False), assembled(True)
+            np.testing.assert_array_equal(kept.Aw, fresh.Aw)
+            np.testing.assert_array_equal(kept.b, fresh.b)
+            planted = feet[:1] if lifted else feet
+            assert [s[0] for s in kept.spans] == [f"{c.name} (unilateral)" for c in planted] + ["torque limit"]
+            k, layout = 0, build_problem(mech, eqs, 0.0).layout
+            for c in planted:
+                C, d = c.force_inequalities()
+                cols = layout.lam[c.name]
+                np.testing.assert_array_equal(kept.Aw[k:k + len(d), cols.start - mech.nv:cols.stop - mech.nv], C)
+                np.testing.assert_array_equal(kept.b[k:k + len(d)], d)
+                k += len(d)
+            np.testing.assert_array_equal(kept.b[k:], 50.0)
