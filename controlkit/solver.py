@@ -56,8 +56,6 @@ def _reduce(p: Problem):
     nw = nx - nv
     G = p.Jc if p.Jf is None else p.Jf
     msolve = p.mass_solve or _dense_mass_solve(p.M)
-    wF = np.zeros(nw)
-    free = np.ones(nw, dtype=bool)
     nt = L.ntau
     if not p.fixed:  # nothing assigned (inverse dynamics): skip the selections
         # one solve for [P | p0] = M^-1 [S^T G^T | -bias]
@@ -66,7 +64,10 @@ def _reduce(p: Problem):
         X[:, nt:nw] = G.T
         np.negative(p.bias, out=X[:, nw])
         X = msolve(X)
+        free, wF = _nothing_assigned(nw)
         return X[:, :nw], X[:, nw], free, wF
+    wF = np.zeros(nw)
+    free = np.ones(nw, dtype=bool)
     fixed_cols = np.concatenate([c for _, c, _ in p.fixed])
     fixed_vals = np.concatenate([v for _, _, v in p.fixed])
     if len(np.unique(fixed_cols)) != len(fixed_cols):
@@ -82,6 +83,20 @@ def _reduce(p: Problem):
     X[:, ny] = B.dot(wF) - p.bias
     X = msolve(X)
     return X[:, :ny], X[:, ny], free, wF
+
+
+_UNASSIGNED: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _nothing_assigned(nw: int) -> tuple[np.ndarray, np.ndarray]:
+    """``free`` (all True) and ``wF`` (zeros) of :func:`_reduce` for nw unknowns when nothing is
+    assigned: shared read-only arrays (an inverse dynamics servo asks for them every tick)."""
+    out = _UNASSIGNED.get(nw)
+    if out is None:
+        free, wF = np.ones(nw, dtype=bool), np.zeros(nw)
+        free.flags.writeable = wF.flags.writeable = False
+        out = _UNASSIGNED[nw] = (free, wF)
+    return out
 
 
 def _forward(p: Problem) -> Solution:
@@ -333,7 +348,7 @@ def _solve(p: Problem, method: str) -> Solution:
                 f"t = {p.time:.6g} s: the equations are inconsistent (residual {nres:.3g}); "
                 f"conflicting: {', '.join(names)}", names, p)
     solver = "direct"
-    tau_rows = np.flatnonzero(free[: L.ntau]) if p.fixed else np.arange(L.ntau)
+    tau_rows = np.flatnonzero(free[: L.ntau]) if p.fixed else _all_rows(L.ntau)
     if p.ineq_rows.spans or method == "qp":
         if not p.default_cost:
             _complete(p, P, p0, free, wF, y, N, tau_rows)  # raises if the costs leave motion free
@@ -342,6 +357,18 @@ def _solve(p: Problem, method: str) -> Solution:
     if N.shape[1]:
         y, N, solver = _complete(p, P, p0, free, wF, y, N, tau_rows)
     return _unpack(p, P, p0, free, wF, y, N, solver)
+
+
+_ROWS: dict[int, np.ndarray] = {}
+
+
+def _all_rows(n: int) -> np.ndarray:
+    """``arange(n)``, shared and read-only."""
+    r = _ROWS.get(n)
+    if r is None:
+        r = _ROWS[n] = np.arange(n)
+        r.flags.writeable = False
+    return r
 
 
 def _motion_free(P, N, tau_rows):
@@ -535,11 +562,15 @@ def _flat_split(H):
     """H's eigendecomposition split at ``RANK_TOL * max(1, w_max)``: the flat directions F (n, k),
     the others V (n, n - k) and their eigenvalues w (n - k,).
 
-    numpy's eigh on purpose: when H's flat eigenvalues sit close to the next ones (the internal
-    forces between two planted feet: ~1e-13, then ~1e-6, with |H| ~ 1e4), their subspace is only
-    defined to ~1e-6, and another LAPACK build's eigenvectors move the solution by that much.
+    LAPACK's dsyevd on the lower triangle, the routine numpy's ``eigh`` calls (the same results,
+    bit for bit, with scipy's and numpy's bundled OpenBLAS here) without its wrapper's Python
+    overhead: the walking servo decomposes at 4 ticks in 5. When H's flat eigenvalues sit close
+    to the next ones, their subspace is only defined to that gap, and another LAPACK build's
+    eigenvectors move the solution by that much.
     """
-    w, V = np.linalg.eigh(H)  # ascending: the flat ones first
+    w, V, info = lapack.dsyevd(H, lower=1)  # ascending: the flat ones first
+    if info != 0:
+        raise np.linalg.LinAlgError(f"dsyevd did not converge (info {info})")
     k = int(np.searchsorted(w, RANK_TOL * max(1.0, float(w[-1])), side="right")) if len(w) else 0
     return V[:, :k], V[:, k:], w[k:]
 
