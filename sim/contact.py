@@ -601,8 +601,16 @@ class ContactHinge(Constraint):
         return self._cache
 
     def sides(self):
-        """See :func:`_sides`."""
-        return _sides(self.mech, self.joints, self.normal_b, self.normal_a)
+        """See :func:`_sides` (kept while the state and the normals are the same)."""
+        c = self._sides_cache
+        if c is not None and c[0] == self.mech._version and c[1] is self.normal_b and c[2] is self.normal_a \
+                and c[3] == self.joints:
+            return c[4]
+        out = _sides(self.mech, self.joints, self.normal_b, self.normal_a)
+        self._sides_cache = (self.mech._version, self.normal_b, self.normal_a, self.joints, out)
+        return out
+
+    _sides_cache = None
 
     def _groups(self):
         """The held points by owner, as arrays: ``[(owner, index, local_a, local_o, radius)]``
@@ -778,15 +786,20 @@ class ContactHinge(Constraint):
         m = len(self.points)
         if not m or self.detached:
             return 0.0
-        phi = self._rows()[0][:m]
-        s = float(phi.min())
+        phi = self._rows()[0][:m].tolist()  # (read at every step's guards: a few floats)
+        s = min(phi)
         if self.dependent:
-            s = min(s, float((self.affine() @ phi).min()))
+            s = min(s, *(sum(c * p for c, p in zip(row, phi)) for row in self.affine().tolist()))
         return min(s, 0.0)
 
     def forces(self, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Split a multiplier vector into normal forces (k,) N and tangential force (2,) N."""
+        """Split a multiplier vector into normal forces (k,) N and tangential force (2,) N (views of
+        ``lam`` where they can be: read them, do not write them)."""
         k = len(self.points)
+        if self.mode == "stick":
+            keep = self.stick_keep.tolist()  # (read at every step's force guards: floats, no masks)
+            if keep[0] and keep[1]:
+                return lam[:k], lam[k:k + 2]
         ft = np.zeros(2)
         m = self._stick_mask()[:2]
         ft[m] = lam[k:k + int(m.sum())]
