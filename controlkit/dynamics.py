@@ -10,9 +10,9 @@ import time as _time
 import numpy as np
 import pinocchio as pin
 
-from .equations import EquationSet, build_problem
+from .equations import EquationSet, _constraint_rows, build_problem
 from .expressions import Const
-from .solver import Solution, solve
+from .solver import Solution, delassus_solve, solve
 
 
 def _held_torques(mech, eqs: EquationSet) -> np.ndarray | None:
@@ -59,6 +59,31 @@ def _lean(mech, tau: np.ndarray, f_ext: np.ndarray | None) -> Solution:
     return Solution(np.concatenate((a, tau)) if tau.size else a, a, tau, {}, "lean")
 
 
+def _held_on_constraints(mech, eqs: EquationSet, tau: np.ndarray, f_ext: np.ndarray | None, t0: float):
+    """Held torques on ideal constraints (a simulation under a servo, every step): the Delassus solve
+    straight from the constraint rows, without assembling a problem; None when the general path is
+    needed (non-ideal forces, a constraint bounding its own forces, dependent rows)."""
+    T = mech.times
+    _, h = mech.dynamics()
+    Mi = mech.mass_inverse()
+    mech.kinematics()
+    t1 = _time.perf_counter()
+    cons, Jc, Jf, rhs, _, layout = _constraint_rows(mech, eqs, None)
+    if Jf is not None or any(c.force_inequalities() is not None for c in cons):
+        return None
+    t2 = _time.perf_counter()
+    sol = delassus_solve(Jc, rhs, mech.S, h if f_ext is None else h - f_ext, Mi, tau, layout,
+                         mech.__dict__.setdefault("_solver_factors", {}))
+    if sol is None:
+        return None
+    t3 = _time.perf_counter()
+    T.pinocchio += t1 - t0
+    T.assembly += t2 - t1
+    T.solve += t3 - t2
+    T.calls += 1
+    return sol
+
+
 def evaluate(mech, eqs: EquationSet, t: float, q: np.ndarray, v: np.ndarray,
              f_ext: np.ndarray | None = None, check: bool = False) -> Solution:
     """Solve for accelerations, torques and constraint forces at (t, q, v).
@@ -74,14 +99,20 @@ def evaluate(mech, eqs: EquationSet, t: float, q: np.ndarray, v: np.ndarray,
     T = mech.times
     t0 = _time.perf_counter()
     mech.set_state(q, v, check=check)
-    tau = None if mech.constraints else _held_torques(mech, eqs)
-    if tau is not None:
+    tau = _held_torques(mech, eqs)
+    if tau is not None and not mech.constraints:
         sol = _lean(mech, tau, f_ext)
         T.pinocchio += _time.perf_counter() - t0
         T.calls += 1
         mech.solution, mech.problem = sol, None
         mech.solved_for = (mech._version, id(eqs), eqs.version)
         return sol
+    if tau is not None:
+        sol = _held_on_constraints(mech, eqs, tau, f_ext, t0)
+        if sol is not None:
+            mech.solution, mech.problem = sol, None
+            mech.solved_for = (mech._version, id(eqs), eqs.version)
+            return sol
     mech.dynamics()
     if mech.constraints:
         mech.kinematics()

@@ -142,20 +142,30 @@ def _constrained_forward(p: Problem) -> Solution | None:
 
 
 def _delassus_by_inverse(p: Problem, tau: np.ndarray) -> Solution | None:
-    """:func:`_constrained_forward` with the mechanism's ``M^-1`` (Pinocchio's recursive algorithm).
+    """:func:`_constrained_forward` with the mechanism's ``M^-1``: :func:`delassus_solve` on the problem."""
+    return delassus_solve(p.Jc, p.eq_rows.b, p.S, p.bias, p.mass_inverse(), tau, p.layout, p.factors)
 
-    ``A = J M^-1 J^T`` (the Delassus matrix) by Cholesky, ``a = M^-1 g + M^-1 J^T lam`` with
-    ``g = S^T tau - bias``. ``M^-1 J^T`` and the Delassus factor are kept in ``p.factors`` with the
-    rows they belong to: solved again with the same rows (the assembly returns the same ``Jc``
-    array only at the same state), only ``M^-1 g`` is new.
+
+def delassus_solve(J: np.ndarray, b: np.ndarray, S: np.ndarray, bias: np.ndarray, Mi: np.ndarray,
+                   tau: np.ndarray, layout, factors: dict | None) -> Solution | None:
+    """Torques given, ideal constraints ``J a = b``: the Delassus system by Cholesky, with ``M^-1``.
+
+    Args:
+        J: constraint rows (k, nv); b: their right-hand side (k,) (m/s^2, rad/s^2).
+        S: actuation selection (ntau, nv); bias: ``h - f_ext`` (nv,) (N, N m); Mi: ``M^-1`` (nv, nv).
+        tau: the torques (ntau,) (N m); layout: the unknowns' layout (the multipliers' slices).
+        factors: where ``M^-1 J^T`` and the factor are kept with the rows (matched by the identity
+            of J: the assembly returns the same array only at the same state), or None.
+    ``A = J M^-1 J^T`` (the Delassus matrix), ``a = M^-1 g + M^-1 J^T lam`` with ``g = S^T tau -
+    bias``; solved again with the same rows (a controller's new torques), only ``M^-1 g`` is new.
+    Returns None when the rows are (nearly) dependent: the general path reports the indeterminate forces.
     """
-    L = p.layout
-    J = p.Jc
     k, nv = J.shape
-    Mi = p.mass_inverse()
-    memo = p.factors.get("delassus") if p.factors is not None else None
+    if not k:  # (constraints with no rows, e.g. detached contacts: as :func:`_forward`)
+        a = Mi.dot(tau @ S - bias)
+        return Solution(np.concatenate([a, tau]), a, tau, {}, "direct")
+    memo = factors.get("delassus") if factors is not None else None
     if memo is not None and memo[0] is J:
-        # the same rows at the same state (a controller's new torques)
         _, MJt, c = memo
     else:
         MJt = Mi.dot(J.T)
@@ -163,19 +173,19 @@ def _delassus_by_inverse(p: Problem, tau: np.ndarray) -> Solution | None:
         dg = c.diagonal().tolist()  # a dozen pivots: Python's min/max beat numpy's reductions
         if info != 0 or min(dg) ** 2 <= RANK_TOL * max(dg) ** 2:
             c = None
-        if p.factors is not None:
-            p.factors["delassus"] = (J, MJt, c)
+        if factors is not None:
+            factors["delassus"] = (J, MJt, c)
     if c is None:
         return None
-    nt = L.ntau
+    nt = len(tau)
     x = np.empty(nv + nt + k)
     a = x[:nv]
-    np.dot(Mi, np.subtract(tau.dot(p.S), p.bias), out=a)  # M^-1 g: the acceleration without constraints
-    lam, _ = lapack.dpotrs(c, p.eq_rows.b - J.dot(a))
+    np.dot(Mi, np.subtract(tau.dot(S), bias), out=a)  # M^-1 g: the acceleration without constraints
+    lam, _ = lapack.dpotrs(c, b - J.dot(a))
     a += MJt.dot(lam)
     x[nv:nv + nt] = tau
     x[nv + nt:] = lam
-    return Solution(x, a, tau, {name: x[s] for name, s in L.lam.items()}, "direct")
+    return Solution(x, a, tau, {name: x[s] for name, s in layout.lam.items()}, "direct")
 
 
 def _dense_mass_solve(M):

@@ -136,11 +136,14 @@ def test_after_a_servo_tick_only_the_force_guards_are_evaluated_again_and_they_e
 
 
 def test_new_torques_at_the_same_state_solve_as_a_fresh_assembly(walks):
-    """The servo's new torques at an unchanged state (every tick) reuse the stacked contact rows
-    and the Delassus factor; the result equals the assembly and factorization from scratch."""
+    """The simulator's solve under held torques (every step) goes straight from the constraint rows
+    to the Delassus system; the servo's new torques at an unchanged state (every tick) reuse the
+    stacked contact rows and the Delassus factor. Each result equals the problem assembled and
+    factored from scratch, and quadprog on that whole problem (method='qp', another route)."""
     from controlkit.dynamics import evaluate
-    from controlkit.equations import EquationSet
+    from controlkit.equations import EquationSet, build_problem
     from controlkit.quantities import ControlTorques
+    from controlkit.solver import solve
     scn, _, _ = walks[0.0]
     sim = scn.sim
     mech = sim.mech
@@ -151,14 +154,17 @@ def test_new_torques_at_the_same_state_solve_as_a_fresh_assembly(walks):
     for k in range(3):
         trial.assign("torques", ControlTorques(mech), mech.solution.tau + 5.0 * rng.normal(size=mech.ntau))
         mine = evaluate(mech, trial, sim.t, sim.q, sim.v)
-        first = first or mech.problem
-        assert k == 0 or mech.problem.Jc is first.Jc  # the rows were reused
+        assert mech.problem is None  # no problem was assembled
+        rows = mech._solver_factors["delassus"][0]
+        assert k == 0 or rows is first  # the rows were reused
+        first = rows
         mech._constraint_plan.memo["rows"] = None  # the general path: stacked and factored anew
         mech._solver_factors.clear()
-        ref = evaluate(mech, trial, sim.t, sim.q, sim.v)
-        assert mech.problem.Jc is not first.Jc
-        np.testing.assert_allclose(mine.a, ref.a, atol=1e-9)
-        for name in mine.lam:
-            np.testing.assert_allclose(mine.lam[name], ref.lam[name], atol=1e-7 * (1 + np.abs(ref.lam[name]).max()))
-        first = mech.problem
+        p = build_problem(mech, trial, sim.t)
+        assert p.Jc is not first
+        for ref in (solve(p), solve(p, method="qp")):
+            np.testing.assert_allclose(mine.a, ref.a, atol=1e-7 * (1 + np.abs(ref.a).max()))
+            for name in mine.lam:
+                np.testing.assert_allclose(mine.lam[name], ref.lam[name], atol=1e-7 * (1 + np.abs(ref.lam[name]).max()))
+        first = mech._solver_factors.get("delassus", (first,))[0]
     sim.solve_now()
