@@ -64,7 +64,7 @@ def _held_on_constraints(mech, eqs: EquationSet, tau: np.ndarray, f_ext: np.ndar
     straight from the constraint rows, without assembling a problem; None when the general path is
     needed (non-ideal forces, a constraint bounding its own forces, dependent rows)."""
     T = mech.times
-    _, h = mech.dynamics()
+    h = mech.bias_forces()
     Mi = mech.mass_inverse()
     mech.kinematics()
     t1 = _time.perf_counter()
@@ -113,7 +113,7 @@ def evaluate(mech, eqs: EquationSet, t: float, q: np.ndarray, v: np.ndarray,
             mech.solution, mech.problem = sol, None
             mech.solved_for = (mech._version, id(eqs), eqs.version)
             return sol
-    mech.dynamics()
+    mech.bias_forces()
     if mech.constraints:
         mech.kinematics()
     t1 = _time.perf_counter()

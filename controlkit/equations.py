@@ -253,7 +253,7 @@ class Problem:
 
     time: float
     layout: Layout
-    M: np.ndarray
+    M: np.ndarray | None  # (nv, nv); None when ``mass_solve`` is given (the solves never need M itself)
     bias: np.ndarray
     S: np.ndarray
     Jc: np.ndarray
@@ -846,7 +846,7 @@ def build_problem(mech, eqs: EquationSet, t: float, f_ext: np.ndarray | None = N
         t: simulation time (s), for time-varying targets.
         f_ext: generalized external force (nv,), N / N m.
     """
-    M, h = mech.dynamics()
+    h = mech.bias_forces()
     bias = h if f_ext is None else h - f_ext
     cons, Jc, Jf, rhs, labels, layout = _constraint_rows(mech, eqs, layout)
     nv, nx = layout.nv, layout.nx
@@ -857,7 +857,7 @@ def build_problem(mech, eqs: EquationSet, t: float, f_ext: np.ndarray | None = N
         eq_rows = Rows.stack(Rows(Jc, None, rhs, [("constraints", "constraint", 0, len(rhs))], nv, nx,
                                   labels={"constraints": labels}), eq_rows)
     ineq_rows = _inequality_rows(cons, plan.inequalities, ctx)
-    return Problem(t, layout, M, bias, mech.S, Jc, eq_rows, plan.fixed_values(ctx) if plan.fixed else [],
+    return Problem(t, layout, None, bias, mech.S, Jc, eq_rows, plan.fixed_values(ctx) if plan.fixed else [],
                    plan.costs.rows(ctx), ineq_rows,
                    default_cost=eqs.underdetermined == "default", mass_solve=mech.mass_solve,
                    mass_inverse=getattr(mech, "mass_inverse", None),

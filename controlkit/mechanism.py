@@ -82,6 +82,7 @@ class Mechanism:
         self._version = 0
         self._kin_version = -1
         self._dyn_version = -1
+        self._crba_version = -1
         self._minv_version = -1
         self._minv = None
         self._a0 = np.zeros(self.nv)
@@ -228,12 +229,24 @@ class Mechanism:
 
     def dynamics(self) -> tuple[np.ndarray, np.ndarray]:
         """Mass matrix M (nv, nv, kg, kg m, kg m^2) and nonlinear effects h (nv,) at the state."""
+        return self.mass_matrix(), self.bias_forces()
+
+    def mass_matrix(self) -> np.ndarray:
+        """Mass matrix M (nv, nv) (kg, kg m, kg m^2) at the state (a view of the data: valid until it changes)."""
+        if self._crba_version != self._version:
+            pin.crba(self.model, self.data, self._q)  # Pinocchio >= 3 fills both triangles of data.M
+            self._crba_version = self._version
+        return self.data.M
+
+    def bias_forces(self) -> np.ndarray:
+        """Nonlinear effects h (nv,) (N, N m): Coriolis, centrifugal and gravity terms at the state.
+
+        Apart from :meth:`mass_matrix`: the solves take ``M^-1`` (:meth:`mass_inverse`) and h, and
+        never M itself."""
         if self._dyn_version != self._version:
-            m, d = self.model, self.data
-            pin.crba(m, d, self._q)  # Pinocchio >= 3 fills both triangles of data.M
-            pin.nonLinearEffects(m, d, self._q, self._v)
+            pin.nonLinearEffects(self.model, self.data, self._q, self._v)
             self._dyn_version = self._version
-        return self.data.M, self.data.nle
+        return self.data.nle
 
     def mass_inverse(self) -> np.ndarray:
         """M^-1 (nv, nv) at the state (1/kg, 1/(kg m^2)), symmetric; valid until the state changes.
