@@ -124,26 +124,9 @@ def _constrained_forward(p: Problem) -> Solution | None:
         if max(cols.tolist()) >= L.nv + L.ntau:  # (numpy's max of a few ints costs more)
             return None
         tau[cols - L.nv] = vals
-    if p.mass_inverse is not None:
-        return _delassus_by_inverse(p, tau)
-    msolve = p.mass_solve or _dense_mass_solve(p.M)
-    J = p.Jc
-    p0 = msolve(tau @ p.S - p.bias)
-    MJt = msolve(J.T.copy())
-    A = J @ MJt
-    c, info = lapack.dpotrf(A)
-    dg = np.abs(np.diag(c))
-    if info != 0 or dg.min() ** 2 <= RANK_TOL * dg.max() ** 2:
-        return None
-    lam, _ = lapack.dpotrs(c, p.eq_rows.b - J @ p0)
-    a = p0 + MJt @ lam
-    x = np.concatenate([a, tau, lam])
-    return Solution(x, a, tau, {name: x[s] for name, s in L.lam.items()}, "direct")
-
-
-def _delassus_by_inverse(p: Problem, tau: np.ndarray) -> Solution | None:
-    """:func:`_constrained_forward` with the mechanism's ``M^-1``: :func:`delassus_solve` on the problem."""
-    return delassus_solve(p.Jc, p.eq_rows.b, p.S, p.bias, p.mass_inverse(), tau, p.layout, p.factors)
+    # the mechanism's M^-1 (build_problem always gives it); a hand-made problem's from its M
+    Mi = p.mass_inverse() if p.mass_inverse is not None else (p.mass_solve or _dense_mass_solve(p.M))(np.eye(L.nv))
+    return delassus_solve(p.Jc, p.eq_rows.b, p.S, p.bias, Mi, tau, L, p.factors)
 
 
 def delassus_solve(J: np.ndarray, b: np.ndarray, S: np.ndarray, bias: np.ndarray, Mi: np.ndarray,
