@@ -89,6 +89,7 @@ class Controller:
         self.name = name
         self.mech = runtime.sim.mech
         self.equations = runtime.sim.equations
+        self._quantities: dict = {}
 
     # time and waiting
     @property
@@ -126,11 +127,22 @@ class Controller:
     # quantities
     def point(self, frame: str, offset=None) -> FramePoint:
         """World position (m) of a frame's origin or of a point on it."""
-        return FramePoint(self.mech, frame, offset)
+        if offset is not None:
+            return FramePoint(self.mech, frame, offset)
+        return self._quantity(FramePoint, frame)
 
     def orientation(self, frame: str) -> FrameOrientation:
         """Orientation of a frame (rotation matrix; angular velocity in rad/s)."""
-        return FrameOrientation(self.mech, frame)
+        return self._quantity(FrameOrientation, frame)
+
+    def _quantity(self, kind, frame: str):
+        """One quantity object per kind and frame (they hold no state): a condition reads a point
+        at every guard evaluation, twice a step."""
+        key = (kind, frame)
+        q = self._quantities.get(key)
+        if q is None:
+            q = self._quantities[key] = kind(self.mech, frame)
+        return q
 
     def angle(self, joint: str) -> JointAngle:
         """Angle (rad) or displacement (m) of a one-dof joint."""

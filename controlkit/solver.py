@@ -443,7 +443,7 @@ def _qp(p, P, p0, free, wF, y0, N, E, f, method, tau_rows):
         return R @ N, r - R @ y0
 
     has_reg = p.reg_rows is not None and bool(p.reg_rows.spans)
-    H, c = _with_default(H, c, default, regularization if has_reg else None)
+    H, c = _with_default(H, c, default, regularization if has_reg else None, p.factors)
     GN, slack = G.dot(N), g - G.dot(y0)  # the inequalities on z: GN z <= slack
     z = _inside(H, c, GN, slack)
     if z is None:
@@ -466,18 +466,24 @@ def _inside(H, c, GN, slack):
     return z
 
 
-def _with_default(H, c, default, regularization=None):
+def _with_default(H, c, default, regularization=None, memo: dict | None = None):
     """Add the default cost (``default() -> (Hessian, linear term)``) only where the user cost H is flat.
 
     Its flat directions are the eigenvectors with eigenvalues at most ``RANK_TOL * max(1, w_max)``;
     when H provably has none (:func:`_no_flat_direction`), the eigenvectors (and the default) are skipped.
     The user's regularizations, when given as ``regularization() -> (R, r)`` (the Hessian ``R^T R``,
     the linear term ``R^T r``), take those directions first; the default takes what they leave flat.
+    ``memo`` (a problem's ``factors``) remembers whether the last H had flat directions: a servo's
+    H keeps them from tick to tick (two feet's internal forces), and then the proof that there are
+    none would be wasted before the eigendecomposition (which gives the same answer either way).
     """
     n = len(H)
-    if not n or _no_flat_direction(H):
+    flat_before = memo is not None and memo.get("flat", False)
+    if not n or (not flat_before and _no_flat_direction(H)):
         return _nudged(H), c  # what the eigendecomposition gives when nothing is flat
     F, V, w = _flat_split(H)
+    if memo is not None:
+        memo["flat"] = bool(F.shape[1])
     if not F.shape[1]:
         return _nudged(H), c
     if regularization is not None:

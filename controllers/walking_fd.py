@@ -269,8 +269,9 @@ class WalkPlan:
         x, xd, xdd = self._horizontal(t)
         s, ds, dds = smooth_ramp(t / 1.0)
         z = float(self.com0[2]) - self.squat * s
-        return (np.array([x[0], x[1], z]), np.array([xd[0], xd[1], -self.squat * ds]),
-                np.array([xdd[0], xdd[1], -self.squat * dds]))
+        # (one array for the three rows: read at every servo tick)
+        p, v, a = np.array([[x[0], x[1], z], [xd[0], xd[1], -self.squat * ds], [xdd[0], xdd[1], -self.squat * dds]])
+        return p, v, a
 
     __call__ = com
 
@@ -385,10 +386,11 @@ class WholeBody:
             q0[cm.joint_q_slice(f"toe_joint_{side}")] = TOE_UP
         com = CenterOfMass(cm)
         Kp, Kd = np.diag(g.com_kp), np.diag(g.com_kd)
+        kp, kd = np.array(g.com_kp, dtype=float), np.array(g.com_kd, dtype=float)  # their diagonals
 
         def com_ref(t):
             p, v, a = self.com_path(t)
-            return a + Kd @ v + Kp @ p
+            return a + kd * v + kp * p
 
         eqs.add_cost("com path", acc(com) + Kd @ vel(com) + Kp @ pos(com) - TimeFunction(com_ref, "com path"),
                      g.com_weight)
@@ -479,15 +481,14 @@ class Lifted:
         self.quintic, self.clearance = quintic, clearance
 
     def __call__(self, t: float):
-        p, v, a = self.quintic(t)
+        p, v, a = self.quintic(t)  # (new arrays: the lift is added to their heights)
         T = self.quintic.dt
         s = min(max((t - self.quintic.t0) / T, 0.0), 1.0)
         h = 16.0 * self.clearance
-        up = np.array([0.0, 0.0, 1.0])
-        lift = h * s * s * (1 - s) ** 2
-        rate = h * (2 * s - 6 * s**2 + 4 * s**3) / T
-        accel = h * (2 - 12 * s + 12 * s**2) / T**2 if 0.0 < s < 1.0 else 0.0
-        return p + lift * up, v + rate * up, a + accel * up
+        p[2] += h * s * s * (1 - s) ** 2
+        v[2] += h * (2 * s - 6 * s**2 + 4 * s**3) / T
+        a[2] += h * (2 - 12 * s + 12 * s**2) / T**2 if 0.0 < s < 1.0 else 0.0
+        return p, v, a
 
 
 def distance_to_target(ctl, leg: Leg, target: np.ndarray) -> float:

@@ -179,6 +179,7 @@ class CollisionWorld:
         self.bodies = [(self.model.names[ja], self.model.names[jb]) for ja, jb in self.joints]
         self.thickness = np.array([_half_thickness(objs[a].geometry) + _half_thickness(objs[b].geometry)
                                    for a, b in index])
+        self._finite = np.isfinite(self.thickness).tolist()  # pairs that can be tunnelled (no half-space)
         self._q_key: bytes | None = None  # the configuration placed (its bytes: a cheap comparison)
         self._dist: np.ndarray | None = None  # distances at _q_key (m), computed on demand
         self._jac_done = False
@@ -320,8 +321,8 @@ class CollisionWorld:
         """
         best = np.inf
         d = self.distances(q)
-        which = [k for k in np.flatnonzero((d <= 0.0) | np.isfinite(self.thickness))  # half-spaces cannot be tunnelled
-                 if k not in exclude]
+        # half-spaces cannot be tunnelled (a few pairs at every step: Python's floats beat numpy's per-call cost)
+        which = [k for k, (dk, fk) in enumerate(zip(d.tolist(), self._finite)) if (dk <= 0.0 or fk) and k not in exclude]
         if not which:  # (every pair held by a hinge: no Jacobians needed)
             return best
         for c in self.contacts(q, v, which=which):
