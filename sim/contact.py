@@ -127,9 +127,12 @@ def _check_mu(m, what: str) -> tuple[float, float]:
 
 
 # ------------------------------------------------------------ point kinematics
-def _skew(v: np.ndarray) -> np.ndarray:
-    """S (3, 3) with ``r @ S = r x v`` for rows r."""
-    return np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
+def _skew(v: np.ndarray, sign: float = 1.0) -> np.ndarray:
+    """S (3, 3) with ``r @ S = r x v`` for rows r (``sign * v``'s with ``sign``: -1 gives ``v x r``)."""
+    x, y, z = v.tolist()  # (floats: numpy's scalars cost more to index and assemble)
+    if sign < 0.0:
+        x, y, z = -x, -y, -z
+    return np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
 
 
 class _Body:
@@ -292,8 +295,7 @@ def _rows_on_world(A: _Body, n: np.ndarray, la: np.ndarray, lo: np.ndarray, rad:
     if k:
         ra = A.R @ anchor
         W[m:m + 2, :3] = T
-        W[m:m + 2, 3:] = T @ _skew(ra)
-        W[m:m + 2, 3:] *= -1.0  # ra x t = -(t x ra)
+        W[m:m + 2, 3:] = T @ _skew(ra, -1.0)  # ra x t
         if k == 3:
             W[m + 2, :3] = 0.0
             W[m + 2, 3:] = n
