@@ -317,7 +317,7 @@ class OrientationError(Expr):
             T = T.evaluate(ctx).reshape(3, 3)
         elif callable(T):
             T = np.asarray(T(ctx.t), dtype=float)
-        return pin.log3(R @ T.T)
+        return pin.log3(R.dot(T.T))
 
     def _leaf(self, ctx):
         T = self.target
@@ -327,7 +327,8 @@ class OrientationError(Expr):
 
     def _error_to_fixed_target(self, mech) -> np.ndarray:
         import pinocchio as pin
-        return pin.log3(self.quantity.position(mech) @ self.target.T)
+        return pin.log3(self.quantity.position(mech).dot(self.target.T))
+
 
     def describe(self):
         return f"err({self.quantity.name})"

@@ -33,7 +33,7 @@ class Quantity:
         raise ControlkitError(f"quantity {self.name!r} has no position-level value")
 
     def velocity(self, mech) -> np.ndarray:
-        return self.jacobian(mech) @ mech._v
+        return self.jacobian(mech).dot(mech._v)
 
     def jacobian(self, mech) -> np.ndarray:
         raise ControlkitError(f"quantity {self.name!r} has no Jacobian")
@@ -91,17 +91,18 @@ class FramePoint(Quantity):
         self.name = f"{frame}+{self.offset.tolist()}" if self._has_offset else frame
 
     def _r(self, mech):
-        return mech.kinematics().oMf[self.fid].rotation @ self.offset
+        return mech.kinematics().oMf[self.fid].rotation.dot(self.offset)
 
     def position(self, mech):
         M = mech.kinematics().oMf[self.fid]
-        return M.translation + (M.rotation @ self.offset if self._has_offset else 0.0)
+        return M.translation + (M.rotation.dot(self.offset) if self._has_offset else 0.0)
 
     def jacobian(self, mech):
         J = mech.frame_jacobian(self.fid)
         if not self._has_offset:
             return J[:3]
-        return J[:3] - pin.skew(self._r(mech)) @ J[3:]
+        return J[:3] - pin.skew(self._r(mech)).dot(J[3:])
+
 
     def velocity(self, mech):
         nu = mech.frame_velocity(self.fid)

@@ -106,7 +106,7 @@ def _forward(p: Problem) -> Solution:
     for _, cols, vals in p.fixed:
         tau[cols - L.nv] = vals
     msolve = p.mass_solve or _dense_mass_solve(p.M)
-    a = msolve(tau @ p.S - p.bias)
+    a = msolve(tau.dot(p.S) - p.bias)
     return Solution(np.concatenate([a, tau]), a, tau, {}, "direct")
 
 
@@ -145,7 +145,7 @@ def delassus_solve(J: np.ndarray, b: np.ndarray, S: np.ndarray, bias: np.ndarray
     """
     k, nv = J.shape
     if not k:  # (constraints with no rows, e.g. detached contacts: as :func:`_forward`)
-        a = Mi.dot(tau @ S - bias)
+        a = Mi.dot(tau.dot(S) - bias)
         return Solution(np.concatenate([a, tau]), a, tau, {}, "direct")
     memo = factors.get("delassus") if factors is not None else None
     if memo is not None and memo[0] is J:
@@ -391,10 +391,11 @@ def _complete(p, P, p0, free, wF, y, N, tau_rows):
     if N.shape[1] and len(tau_rows):
         # default, first stage: least squared control torques
         z, r, _, K = _min_norm(N[tau_rows], -y[tau_rows])
-        y, N = y + N @ z, N @ K
+        y, N = y + N.dot(z), N.dot(K)
     if N.shape[1]:
         # second stage: least squared constraint forces (y is min-norm only within N)
-        y = y - N @ (N.T @ y)
+        y = y - N.dot(N.T.dot(y))
+
     return y, N, solver
 
 
@@ -427,20 +428,21 @@ def _qp(p, P, p0, free, wF, y0, N, E, f, method, tau_rows):
             _raise_infeasible(p, G @ y0 - g)
         return y0
     # in z: user costs on top, the default |z|^2 only where the costs are flat (y0 is already optimal there)
+    # (ndarray.dot on the servo's path: numpy's @ costs a microsecond more per small product)
     if C.size:
-        CN = C @ N
-        H = CN.T @ CN
-        c = CN.T @ (d - C @ y0)
+        CN = C.dot(N)
+        H = CN.T.dot(CN)
+        c = CN.T.dot(d - C.dot(y0))
     else:
         H, c = np.zeros((N.shape[1],) * 2), np.zeros(N.shape[1])
 
     def default():
         Dy = _default_weights(ny, tau_rows)
-        return (N.T * Dy) @ N, -(N.T @ (Dy * y0))  # N^T diag(D) N, without forming diag(D)
+        return (N.T * Dy).dot(N), -N.T.dot(Dy * y0)  # N^T diag(D) N, without forming diag(D)
 
     def regularization():
         R, r = _stack(p.reg_rows, P, p0, free, wF, nv, ny)
-        return R @ N, r - R @ y0
+        return R.dot(N), r - R.dot(y0)
 
     has_reg = p.reg_rows is not None and bool(p.reg_rows.spans)
     H, c = _with_default(H, c, default, regularization if has_reg else None, p.factors)
@@ -473,28 +475,34 @@ def _with_default(H, c, default, regularization=None, memo: dict | None = None):
     when H provably has none (:func:`_no_flat_direction`), the eigenvectors (and the default) are skipped.
     The user's regularizations, when given as ``regularization() -> (R, r)`` (the Hessian ``R^T R``,
     the linear term ``R^T r``), take those directions first; the default takes what they leave flat.
-    ``memo`` (a problem's ``factors``) remembers whether the last H had flat directions: a servo's
-    H keeps them from tick to tick (two feet's internal forces), and then the proof that there are
-    none would be wasted before the eigendecomposition (which gives the same answer either way).
+    ``memo`` (a problem's ``factors``) remembers what the last H needed: a servo's H keeps its kind
+    from tick to tick (flat directions with two feet down, ill-conditioned with a swing foot), and
+    the cheaper proofs that would fail are skipped (every path gives the same answer).
     """
     n = len(H)
-    flat_before = memo is not None and memo.get("flat", False)
-    if not n or (not flat_before and _no_flat_direction(H)):
-        return _nudged(H), c  # what the eigendecomposition gives when nothing is flat
+    if not n:
+        return _nudged(H), c
+    last = memo.get("flat") if memo is not None else None  # None, "eigenvalues" or "flat"
+    if last != "flat":
+        bound = last is None and _no_flat_by_bound(H)
+        if bound or _no_flat_by_eigenvalues(H):
+            if memo is not None:
+                memo["flat"] = None if bound else "eigenvalues"
+            return _nudged(H), c  # what the eigendecomposition gives when nothing is flat
     F, V, w = _flat_split(H)
     if memo is not None:
-        memo["flat"] = bool(F.shape[1])
+        memo["flat"] = "flat" if F.shape[1] else "eigenvalues"
     if not F.shape[1]:
         return _nudged(H), c
     if regularization is not None:
         # the costs' own minimum off F, from the same eigendecomposition (H's pseudo-inverse)
-        H, c, F = _regularize(H, c, F, regularization, V @ ((V.T @ c) / w), float(w.sum()))
+        H, c, F = _regularize(H, c, F, regularization, V.dot(V.T.dot(c) / w), float(w.sum()))
         if not F.shape[1]:
             H.flat[:: n + 1] += 1e-12  # (H is _regularize's new array)
             return H, c
     D, cD = default()
-    H = H + F @ (F.T @ D @ F) @ F.T + 1e-12 * np.eye(n)
-    return H, c + F @ (F.T @ cD)
+    H = H + F.dot(F.T.dot(D).dot(F)).dot(F.T) + 1e-12 * np.eye(n)
+    return H, c + F.dot(F.T.dot(cD))
 
 
 def _nudged(H):
@@ -515,16 +523,16 @@ def _regularize(H, c, F, regularization, z_costs, trace):
     a well-conditioned Hessian whatever the user's weights.
     """
     R, r = regularization()
-    RF = R @ F
-    HF = RF.T @ RF
+    RF = R.dot(F)
+    HF = RF.T.dot(RF)
     scale = float(HF.trace())
     if not scale > 0.0:
         return H.copy(), c, F
     k = max(1.0, trace) / scale
-    FH = F @ HF
+    FH = F.dot(HF)
     FH *= k
-    H = H + FH @ F.T
-    c = c + F @ (RF.T @ (k * (r - R @ z_costs)))
+    H = H + FH.dot(F.T)
+    c = c + F.dot(RF.T.dot(k * (r - R.dot(z_costs))))
     if _well_conditioned(HF, scale):
         return H, c, F[:, :0]  # nothing left flat (proved without the eigenvectors)
     w, V = np.linalg.eigh(HF)
@@ -583,12 +591,19 @@ def _no_flat_direction(H) -> bool:
     eigenvalues alone decide, with a margin of 1e-6 for their rounding (computing no eigenvectors
     costs a third of the decomposition). A failed Cholesky factor means H is numerically singular.
     """
+    return _no_flat_by_bound(H) or _no_flat_by_eigenvalues(H)
+
+
+def _no_flat_by_bound(H) -> bool:
+    """:func:`_no_flat_direction`'s proof by the Cholesky bound alone (False: not proved)."""
     bound = _least_eigenvalue_bound(H)
-    if bound is None:
-        return False
-    if bound > 2.0 * RANK_TOL * max(1.0, float(H.trace())):
-        return True
-    w, _, info = lapack.dsyevd(H, compute_v=0)
+    return bound is not None and bound > 2.0 * RANK_TOL * max(1.0, float(H.trace()))
+
+
+def _no_flat_by_eigenvalues(H) -> bool:
+    """:func:`_no_flat_direction`'s proof by H's eigenvalues (LAPACK's dsyevr without vectors:
+    the cheapest of its symmetric eigenvalue drivers at these sizes)."""
+    w, _, _, _, info = lapack.dsyevr(H, compute_v=0)
     return info == 0 and w[0] > (1.0 + 1e-6) * RANK_TOL * max(1.0, w[-1])
 
 

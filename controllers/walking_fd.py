@@ -501,7 +501,8 @@ def sole_height(ctl, leg: Leg, highest: bool = False) -> float:
     mech = ctl.mech
     fid, corners = _sole(mech, leg.foot)
     M = mech.kinematics().oMf[fid]
-    z = M.rotation[2] @ corners
+    z = M.rotation[2].dot(corners)
+
     return float((z.max() if highest else z.min()) + M.translation[2])
 
 

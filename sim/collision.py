@@ -288,9 +288,10 @@ class CollisionWorld:
             c = Contact(k, *self.names[k], *self.bodies[k], float(res.min_distance), pa, pb, n)
             if jacobians:
                 ja, jb = self.joints[k]
-                J = n @ (self.point_jacobian(jb, pb) - self.point_jacobian(ja, pa))
+                J = n.dot(self.point_jacobian(jb, pb) - self.point_jacobian(ja, pa))
                 c.jacobian = J
-                c.normal_velocity = float(J @ v)
+                c.normal_velocity = float(J.dot(v))
+
             out.append(c)
         return out
 

@@ -180,7 +180,7 @@ class _Body:
 
     def point(self, local: np.ndarray) -> np.ndarray:
         """World position (m) of local points (k, 3) or (3,)."""
-        return local @ self.R.T + self.t
+        return local.dot(self.R.T) + self.t
 
     def velocity(self, x: np.ndarray) -> np.ndarray:
         return self.vo + _crossk(self.w, x - self.t)
@@ -192,28 +192,28 @@ class _Body:
     def directional_jacobian(self, x: np.ndarray, d: np.ndarray) -> np.ndarray:
         """Rows ``d_i . J(x_i)`` (k, nv): the velocity of point x_i along d_i (both (k, 3))."""
         # d . (v + w x r) = d . v + w . (r x d)
-        return d @ self.J[:3] + _crossk(x - self.t, d) @ self.J[3:]
+        return d.dot(self.J[:3]) + _crossk(x - self.t, d).dot(self.J[3:])
 
     # the hot path of the contact rows: [J rows | drift] in one product
     def along(self, r: np.ndarray, k: np.ndarray) -> np.ndarray:
         """``[k . J(x_i) | k . a(x_i)]`` (m, nv + 1) for points at ``r`` (m, 3) from the body's
         origin along one direction k: Jacobian rows and drift accelerations (m/s^2)."""
-        out = (k @ self.JA[:3])[None, :] + (r @ _skew(k)) @ self.JA[3:]
+        out = k.dot(self.JA[:3])[None, :] + r.dot(_skew(k)).dot(self.JA[3:])
         w = self.w
-        out[:, -1] += (r @ w) * (w @ k) - (r @ k) * (w @ w)  # k . (w x (w x r))
+        out[:, -1] += r.dot(w) * w.dot(k) - r.dot(k) * w.dot(w)  # k . (w x (w x r))
         return out
 
     def at_point(self, r: np.ndarray, D: np.ndarray) -> np.ndarray:
         """``[d_i . J(x) | d_i . a(x)]`` (m, nv + 1) for one point at ``r`` (3,) along the
         directions D (m, 3)."""
-        out = D @ (self.JA[:3] - _skew(r) @ self.JA[3:])
+        out = D.dot(self.JA[:3] - _skew(r).dot(self.JA[3:]))
         w = self.w
-        out[:, -1] += (r @ w) * (D @ w) - (D @ r) * (w @ w)
+        out[:, -1] += r.dot(w) * D.dot(w) - D.dot(r) * w.dot(w)
         return out
 
     def velocity_along(self, r: np.ndarray, c: np.ndarray) -> np.ndarray:
         """``c . (v_o + w x r)`` for points at ``r`` (m, 3) or (3,) (m/s)."""
-        return self.vo @ c + r @ cross(c, self.w)
+        return self.vo.dot(c) + r.dot(cross(c, self.w))
 
 
 def _bodies(mech, joints: tuple[int, int]) -> tuple[_Body, _Body]:
@@ -240,8 +240,8 @@ def _sides(mech, joints: tuple[int, int], normal_b: np.ndarray, normal_a: np.nda
     for points of A on B's surface, ``(B, A, m)`` for points of B on A's face; n and m are the
     surfaces' outward normals (world)."""
     A, B = _bodies(mech, joints)
-    n = B.R @ normal_b
-    m = A.R @ normal_a if normal_a is not None else -n
+    n = B.R.dot(normal_b)
+    m = A.R.dot(normal_a) if normal_a is not None else -n
     return (A, B, n), (B, A, m)
 
 
@@ -256,9 +256,9 @@ def _gap_rows(P: _Body, Q: _Body, k: np.ndarray, la: np.ndarray, lo: np.ndarray,
     and force rows G (a normal force lam > 0 pushes P away from Q; when sliding with P's
     direction u relative to Q it carries the kinetic friction ``-mu_k lam u_i``, u_i each point's
     own sliding direction (:func:`_point_slide_directions`), or u itself when ``own`` is False)."""
-    rp = la @ P.R.T
+    rp = la.dot(P.R.T)
     x = rp + P.t
-    phi = (x - (lo @ Q.R.T + Q.t)) @ k - rad
+    phi = (x - (lo.dot(Q.R.T) + Q.t)).dot(k) - rad
     JD = P.along(rp, k)
     if not Q.world:
         rq = x - Q.t
@@ -284,25 +284,27 @@ def _rows_on_world(A: _Body, n: np.ndarray, la: np.ndarray, lo: np.ndarray, rad:
     at the anchor, and the torsion ``[0 | n]`` (k = 2 or 3, 0 when not sticking).
     Returns ``(phi, J, drift, G)`` as :meth:`ContactHinge._rows` (G is J: no sliding friction).
     """
+    # (ndarray.dot throughout: numpy's @ costs a microsecond more per small product, and the
+    # contact rows are built at every step)
     m = len(la)
-    rp = la @ A.R.T
+    rp = la.dot(A.R.T)
     W = np.empty((m + k, 6))
     W[:m, :3] = n
-    W[:m, 3:] = rp @ _skew(n)  # r x n
+    W[:m, 3:] = rp.dot(_skew(n))  # r x n
     phi = np.zeros(m + k)
-    phi[:m] = (rp + A.t - lo) @ n - rad
-    Wn = A.spin() @ n
+    phi[:m] = (rp + A.t - lo).dot(n) - rad
+    Wn = A.spin().dot(n)
     if k:
-        ra = A.R @ anchor
+        ra = A.R.dot(anchor)
         W[m:m + 2, :3] = T
-        W[m:m + 2, 3:] = T @ _skew(ra, -1.0)  # ra x t
+        W[m:m + 2, 3:] = T.dot(_skew(ra, -1.0))  # ra x t
         if k == 3:
             W[m + 2, :3] = 0.0
             W[m + 2, 3:] = n
-    JD = W @ A.JA
-    JD[:m, -1] += rp @ Wn
+    JD = W.dot(A.JA)
+    JD[:m, -1] += rp.dot(Wn)
     if k:
-        JD[m:m + 2, -1] += T @ (A.spin() @ ra)
+        JD[m:m + 2, -1] += T.dot(A.spin().dot(ra))
     J = JD[:, :-1]
     return phi, J, JD[:, -1], J
 
@@ -321,7 +323,7 @@ def _point_slide_directions(dv: np.ndarray, k: np.ndarray, u: np.ndarray) -> np.
     centroid's) would leave the turn free. A point at rest (the centre of a turn) has no direction
     of its own: blended with the contact's direction u over ``POINT_SLIDE_SPEED``, it takes u's.
     """
-    dvt = dv - np.outer(dv @ k, k)
+    dvt = dv - np.outer(dv.dot(k), k)
     d = dvt + POINT_SLIDE_SPEED * u
     return d / np.sqrt(np.einsum("ij,ij->i", d, d))[:, None]
 
@@ -392,7 +394,9 @@ def _point_rows_of(sides, p: SupportPoint, u: np.ndarray | None, mu_k: float):
 def _crossk(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Row-wise cross products of (k, 3) / (3,) arrays without numpy.cross's overhead."""
     if a.ndim == 1:  # w x r_i = r_i @ skew(w)^T
-        return b @ np.array([[0.0, a[2], -a[1]], [-a[2], 0.0, a[0]], [a[1], -a[0], 0.0]])
+        x, y, z = a.tolist()
+        return b.dot(np.array([[0.0, z, -y], [-z, 0.0, x], [y, -x, 0.0]]))
+
     out = np.empty(np.broadcast_shapes(a.shape, b.shape))
     out[:, 0] = a[:, 1] * b[..., 2] - a[:, 2] * b[..., 1]
     out[:, 1] = a[:, 2] * b[..., 0] - a[:, 0] * b[..., 2]
@@ -651,14 +655,14 @@ class ContactHinge(Constraint):
         return tuple(out)
 
     def _stick_block(self, A: _Body, B: _Body, n: np.ndarray, k: int):
-        ra = A.R @ self._anchor_a
-        t = self._tangents_b @ B.R.T  # (2, 3)
+        ra = A.R.dot(self._anchor_a)
+        t = self._tangents_b.dot(B.R.T)  # (2, 3)
         # velocity-level rows (no position term): rows of two sticking bodies that are redundant
         # (a foot and its toe) stay consistent, where anchors' position errors would not be
         JD = np.empty((k, self.mech.nv + 1))
         JD[:2] = A.at_point(ra, t)
         if k == 3:
-            JD[2] = A.JA[3:].T @ n  # torsion: n . (w_A - w_B), its drift n . alpha
+            JD[2] = A.JA[3:].T.dot(n)  # torsion: n . (w_A - w_B), its drift n . alpha
         if not B.world:
             rb = ra + A.t - B.t
             JD[:2] -= B.at_point(rb, t)
@@ -666,8 +670,8 @@ class ContactHinge(Constraint):
                 c = cross(B.w, t[i])  # the tangents turn with B
                 JD[i, -1] += 2.0 * (A.velocity_along(ra, c) - B.velocity_along(rb, c))
             if k == 3:
-                JD[2] -= B.JA[3:].T @ n
-                JD[2, -1] += cross(B.w, n) @ (A.w - B.w)
+                JD[2] -= B.JA[3:].T.dot(n)
+                JD[2, -1] += cross(B.w, n).dot(A.w - B.w)
         J = JD[:, :-1]
         return np.zeros(k), J, JD[:, -1], J
 
@@ -731,7 +735,7 @@ class ContactHinge(Constraint):
         s = np.linalg.norm(vt)
         # past a stop (within an integration step) friction keeps its direction, so that the
         # stop is a visible zero crossing of the slide guard instead of chatter inside a step
-        moving = s > 1e-9 and vt @ self.slide_dir > 0
+        moving = s > 1e-9 and vt.dot(self.slide_dir) > 0
         return (vt / s if moving else self.slide_dir), moving
 
     def sliding_friction(self, fn: np.ndarray) -> np.ndarray:
@@ -765,7 +769,7 @@ class ContactHinge(Constraint):
             A, B, n = self.sides()[0]
         x = A.point(self.centroid_local()) - np.mean([p.radius for p in self.points]) * n
         dv = A.velocity(x) - B.velocity(x)
-        return dv - (n @ dv) * n
+        return dv - n.dot(dv) * n
 
     def set_anchor(self) -> None:
         """Hold the current relative placement at the support centroid (stick onset)."""
@@ -1085,7 +1089,8 @@ def _margin(face: _Face | None, Q: _Body, x: np.ndarray) -> np.ndarray:
     if face is None:
         return np.full(len(x), np.inf)
     r = x - Q.point(face.center)
-    return np.min(face.half - np.abs(r @ (face.axes @ Q.R.T).T), axis=1)
+    return (face.half - np.abs(r.dot(face.axes.dot(Q.R.T).T))).min(axis=1)
+
 
 
 def _inside(face, x: np.ndarray, tol: float) -> bool:
@@ -1384,7 +1389,7 @@ class ContactSource(EventSource):
         if h.mode == "stick":
             g.append(h.mu_s * sum(f) - math.hypot(*ft.tolist()))
         elif h.mode == "slide":
-            g.append(h.tangential_velocity() @ h.slide_dir)
+            g.append(h.tangential_velocity().dot(h.slide_dir))
         return g
 
     def _geometry_guards(self, h: ContactHinge) -> list[np.ndarray]:
@@ -1399,7 +1404,7 @@ class ContactSource(EventSource):
             if len(la):
                 x = P.point(la)
                 # (over the fixed world, lo's points are world points already)
-                gap = (x - (lo if Q.world else Q.point(lo))) @ k - offset
+                gap = (x - (lo if Q.world else Q.point(lo))).dot(k) - offset
                 # a vertex matters only over the face: max(gap, -margin) <= 0 means below and inside
                 g.append((gap if face is None else np.maximum(gap, -_margin(face, Q, x))) + self.slack)
             if face is not None and len(pts):
@@ -1413,7 +1418,8 @@ class ContactSource(EventSource):
                 crossing = slack > self.slack
                 if crossing.any():
                     dv = P.velocity(x[crossing]) - Q.velocity(x[crossing])
-                    dv -= np.outer(dv @ k, k)
+                    dv -= np.outer(dv.dot(k), k)
+
                     margin[crossing] += self._step * np.sqrt(np.einsum("ij,ij->i", dv, dv))
                 g.append(margin)
         if edges:  # an edge crossing: it ends where it leaves either edge
