@@ -329,7 +329,6 @@ class OrientationError(Expr):
         import pinocchio as pin
         return pin.log3(self.quantity.position(mech).dot(self.target.T))
 
-
     def describe(self):
         return f"err({self.quantity.name})"
 

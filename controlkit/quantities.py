@@ -103,7 +103,6 @@ class FramePoint(Quantity):
             return J[:3]
         return J[:3] - pin.skew(self._r(mech)).dot(J[3:])
 
-
     def velocity(self, mech):
         nu = mech.frame_velocity(self.fid)
         if not self._has_offset:

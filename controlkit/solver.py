@@ -395,7 +395,6 @@ def _complete(p, P, p0, free, wF, y, N, tau_rows):
     if N.shape[1]:
         # second stage: least squared constraint forces (y is min-norm only within N)
         y = y - N.dot(N.T.dot(y))
-
     return y, N, solver
 
 

@@ -115,7 +115,6 @@ class Quintic:
                            [0.0, 1.0, 2.0 * s, 3.0 * s2, 4.0 * s3, 5.0 * s3 * s],
                            [0.0, 0.0, 2.0, 6.0 * s, 12.0 * s2, 20.0 * s3]])
         p, v, a = powers.dot(self.c)
-
         return p, v, a
 
 

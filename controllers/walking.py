@@ -305,7 +305,6 @@ def initialize(ctl, bodies=BODIES) -> None:
         mid_v = 0.5 * (ctl.velocity(lf) + ctl.velocity(rf)) - ctl.velocity(torso)
         return horizontal.dot(CENTRING_KP * mid + CENTRING_KV * mid_v)
 
-
     ctl.add_cost("torso centring", horizontal @ acc(torso) - F, CENTRING_WEIGHT)
 
 

@@ -386,7 +386,7 @@ class WholeBody:
             q0[cm.joint_q_slice(f"toe_joint_{side}")] = TOE_UP
         com = CenterOfMass(cm)
         Kp, Kd = np.diag(g.com_kp), np.diag(g.com_kd)
-        kp, kd = np.array(g.com_kp, dtype=float), np.array(g.com_kd, dtype=float)  # their diagonals
+        kp, kd = Kp.diagonal(), Kd.diagonal()  # (diagonal gains: elementwise in the reference)
 
         def com_ref(t):
             p, v, a = self.com_path(t)
@@ -502,7 +502,6 @@ def sole_height(ctl, leg: Leg, highest: bool = False) -> float:
     fid, corners = _sole(mech, leg.foot)
     M = mech.kinematics().oMf[fid]
     z = M.rotation[2].dot(corners)
-
     return float((z.max() if highest else z.min()) + M.translation[2])
 
 

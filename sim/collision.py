@@ -291,7 +291,6 @@ class CollisionWorld:
                 J = n.dot(self.point_jacobian(jb, pb) - self.point_jacobian(ja, pa))
                 c.jacobian = J
                 c.normal_velocity = float(J.dot(v))
-
             out.append(c)
         return out
 

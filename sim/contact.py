@@ -393,10 +393,8 @@ def _point_rows_of(sides, p: SupportPoint, u: np.ndarray | None, mu_k: float):
 
 def _crossk(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Row-wise cross products of (k, 3) / (3,) arrays without numpy.cross's overhead."""
-    if a.ndim == 1:  # w x r_i = r_i @ skew(w)^T
-        x, y, z = a.tolist()
-        return b.dot(np.array([[0.0, z, -y], [-z, 0.0, x], [y, -x, 0.0]]))
-
+    if a.ndim == 1:  # w x r_i = -(r_i x w)
+        return b.dot(_skew(a, -1.0))
     out = np.empty(np.broadcast_shapes(a.shape, b.shape))
     out[:, 0] = a[:, 1] * b[..., 2] - a[:, 2] * b[..., 1]
     out[:, 1] = a[:, 2] * b[..., 0] - a[:, 0] * b[..., 2]
@@ -1092,7 +1090,6 @@ def _margin(face: _Face | None, Q: _Body, x: np.ndarray) -> np.ndarray:
     return (face.half - np.abs(r.dot(face.axes.dot(Q.R.T).T))).min(axis=1)
 
 
-
 def _inside(face, x: np.ndarray, tol: float) -> bool:
     """Whether world point x lies over a box's face (``(box, placement)``; False means not a box: inside)."""
     if face is False or face is None:
@@ -1419,7 +1416,6 @@ class ContactSource(EventSource):
                 if crossing.any():
                     dv = P.velocity(x[crossing]) - Q.velocity(x[crossing])
                     dv -= np.outer(dv.dot(k), k)
-
                     margin[crossing] += self._step * np.sqrt(np.einsum("ij,ij->i", dv, dv))
                 g.append(margin)
         if edges:  # an edge crossing: it ends where it leaves either edge

@@ -403,7 +403,6 @@ class Simulator:
         # (a sum is finite only if every term is: one reduction per vector at every step)
         if not (math.isfinite(q.sum()) and math.isfinite(v.sum())) and \
                 not (np.isfinite(q).all() and np.isfinite(v).all()):
-
             raise SimulationError(f"t = {step.t1:.9g} s: the state became non-finite (NaN/inf) in "
                                   f"{self.integrator.name}", step.t1, self.recording)
         if self.project and self.mech.constraints:
