@@ -21,6 +21,7 @@ remaining equalities, costs and inequalities are then posed on ``y`` alone.
 """
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass, field
 
@@ -524,7 +525,7 @@ def _regularize(H, c, F, regularization, z_costs, trace):
     R, r = regularization()
     RF = R.dot(F)
     HF = RF.T.dot(RF)
-    scale = float(HF.trace())
+    scale = sum(HF.diagonal().tolist())  # trace (a few floats: ndarray.trace costs more)
     if not scale > 0.0:
         return H.copy(), c, F
     k = max(1.0, trace) / scale
@@ -535,12 +536,15 @@ def _regularize(H, c, F, regularization, z_costs, trace):
     if _well_conditioned(HF, scale):
         return H, c, F[:, :0]  # nothing left flat (proved without the eigenvectors)
     w, V = np.linalg.eigh(HF)
-    return H, c, F @ V[:, : int(np.searchsorted(w, RANK_TOL * float(w[-1]), side="right"))]
+    wl = w.tolist()
+    return H, c, F @ V[:, : bisect.bisect_right(wl, RANK_TOL * wl[-1])]
 
 
 def _well_conditioned(H, trace: float) -> bool:
     """Whether the symmetric H (trace given) provably has every eigenvalue above ``RANK_TOL * w_max``
     (False: maybe not), by :func:`_least_eigenvalue_bound` and ``w_max <= trace``."""
+    if len(H) == 1:
+        return trace > 0.0  # (its one eigenvalue is its trace)
     bound = _least_eigenvalue_bound(H)
     return bound is not None and bound > 2.0 * RANK_TOL * trace
 
@@ -577,7 +581,8 @@ def _flat_split(H):
     w, V, info = lapack.dsyevd(H, lower=1)  # ascending: the flat ones first
     if info != 0:
         raise np.linalg.LinAlgError(f"dsyevd did not converge (info {info})")
-    k = int(np.searchsorted(w, RANK_TOL * max(1.0, float(w[-1])), side="right")) if len(w) else 0
+    wl = w.tolist()  # (bisect on floats: numpy's searchsorted costs more on 16 numbers)
+    k = bisect.bisect_right(wl, RANK_TOL * max(1.0, wl[-1])) if wl else 0
     return V[:, :k], V[:, k:], w[k:]
 
 
@@ -596,7 +601,7 @@ def _no_flat_direction(H) -> bool:
 def _no_flat_by_bound(H) -> bool:
     """:func:`_no_flat_direction`'s proof by the Cholesky bound alone (False: not proved)."""
     bound = _least_eigenvalue_bound(H)
-    return bound is not None and bound > 2.0 * RANK_TOL * max(1.0, float(H.trace()))
+    return bound is not None and bound > 2.0 * RANK_TOL * max(1.0, sum(H.diagonal().tolist()))
 
 
 def _no_flat_by_eigenvalues(H) -> bool:

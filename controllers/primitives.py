@@ -111,9 +111,9 @@ class Quintic:
         # read at every servo tick: one matrix product of the coefficients with s's powers
         s2 = s * s
         s3 = s2 * s
-        powers = np.array([[1.0, s, s2, s3, s3 * s, s3 * s2],
-                           [0.0, 1.0, 2.0 * s, 3.0 * s2, 4.0 * s3, 5.0 * s3 * s],
-                           [0.0, 0.0, 2.0, 6.0 * s, 12.0 * s2, 20.0 * s3]])
+        powers = np.array([1.0, s, s2, s3, s3 * s, s3 * s2,
+                           0.0, 1.0, 2.0 * s, 3.0 * s2, 4.0 * s3, 5.0 * s3 * s,
+                           0.0, 0.0, 2.0, 6.0 * s, 12.0 * s2, 20.0 * s3]).reshape(3, 6)  # (flat: cheaper to build)
         p, v, a = powers.dot(self.c)
         return p, v, a
 

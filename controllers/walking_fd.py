@@ -270,7 +270,8 @@ class WalkPlan:
         s, ds, dds = smooth_ramp(t / 1.0)
         z = float(self.com0[2]) - self.squat * s
         # (one array for the three rows: read at every servo tick)
-        p, v, a = np.array([[x[0], x[1], z], [xd[0], xd[1], -self.squat * ds], [xdd[0], xdd[1], -self.squat * dds]])
+        p, v, a = np.array([x[0], x[1], z, xd[0], xd[1], -self.squat * ds,
+                            xdd[0], xdd[1], -self.squat * dds]).reshape(3, 3)
         return p, v, a
 
     __call__ = com

@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 import time
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
@@ -132,7 +133,7 @@ def _skew(v: np.ndarray, sign: float = 1.0) -> np.ndarray:
     x, y, z = v.tolist()  # (floats: numpy's scalars cost more to index and assemble)
     if sign < 0.0:
         x, y, z = -x, -y, -z
-    return np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
+    return np.array([0.0, -z, y, z, 0.0, -x, -y, x, 0.0]).reshape(3, 3)  # (flat: a nested list costs more)
 
 
 class _Body:
@@ -174,8 +175,8 @@ class _Body:
         if W is None:
             w0, w1, w2 = self.w.tolist()
             ww = w0 * w0 + w1 * w1 + w2 * w2
-            W = self._W = np.array([[w0 * w0 - ww, w0 * w1, w0 * w2], [w1 * w0, w1 * w1 - ww, w1 * w2],
-                                    [w2 * w0, w2 * w1, w2 * w2 - ww]])
+            W = self._W = np.array([w0 * w0 - ww, w0 * w1, w0 * w2, w1 * w0, w1 * w1 - ww, w1 * w2,
+                                    w2 * w0, w2 * w1, w2 * w2 - ww]).reshape(3, 3)
         return W
 
     def point(self, local: np.ndarray) -> np.ndarray:
@@ -824,7 +825,10 @@ def _same_key(a, b) -> bool:
     """Whether two cache keys ``(version, tuple of objects, ...)`` hold the same version and objects."""
     if a is None or a[0] != b[0] or len(a) != len(b):
         return False
-    return all(len(x) == len(y) and all(u is w for u, w in zip(x, y)) for x, y in zip(a[1:], b[1:]))
+    for x, y in zip(a[1:], b[1:]):
+        if len(x) != len(y) or not all(map(operator.is_, x, y)):
+            return False
+    return True
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
@@ -1208,18 +1212,26 @@ def _basic_forces(rows: np.ndarray, others: np.ndarray, lam: np.ndarray) -> np.n
     return x if res <= 1e-9 * max(float(np.linalg.norm(b)), 1e-12) else None
 
 
-def _top_of_lines(lines: list, default: float) -> float:
+def _top_of_lines(lines, default: float) -> float:
     """``max_s min_i (a_i s + b_i)`` of lines ``(a_i, b_i)``, or ``default`` when unbounded.
 
     The 1-D LP's dual: the least of the flat lines' heights and of the heights where a rising line
     meets a falling one (a dual vertex has one or two nonzero weights). A handful of lines: plain
     floats beat numpy's per-call cost."""
-    up = [(a, b) for a, b in lines if a > 0.0]
-    down = [(a, b) for a, b in lines if a < 0.0]
-    best = min((b for a, b in lines if a == 0.0), default=math.inf)
+    best = math.inf
+    up, down = [], []
+    for a, b in lines:
+        if a > 0.0:
+            up.append((a, b))
+        elif a < 0.0:
+            down.append((a, b))
+        elif b < best:
+            best = b
     for a, b in up:
         for c, e in down:
-            best = min(best, (a * e - c * b) / (a - c))
+            x = (a * e - c * b) / (a - c)
+            if x < best:
+                best = x
     return best if best < math.inf else default
 
 
@@ -1234,7 +1246,9 @@ def _support_margin(fn: np.ndarray, C: np.ndarray) -> float:
     k, d = len(fn), len(C)
     if d == 1:
         f = fn.tolist()
-        return _top_of_lines([(1.0, 0.0)] + [(-c, x) for c, x in zip(C[0].tolist(), f)], min(f, default=math.inf))
+        lines = [(-c, x) for c, x in zip(C[0].tolist(), f)]
+        lines.append((1.0, 0.0))  # (the dependent force's own line; the order does not matter)
+        return _top_of_lines(lines, min(f, default=math.inf))
     # a small LP as a regularized QP in (mu, t), scaled to forces of order one
     scale = max(float(np.abs(fn).max(initial=0.0)), 1e-12)
     n = d + 1
@@ -1971,10 +1985,11 @@ class ContactForceProbe:
         self.source, self.sim, self.key, self.name = source, sim, key, f"contact force {key}"
 
     def position(self, mech) -> np.ndarray:
-        f = self.source.pair_forces(self.sim).get(self.key)
+        forces = self.source.pair_forces(self.sim)
+        f = forces.get(self.key)
         if f is None:
             a, b = self.key.split("/")
-            f = self.source.pair_forces(self.sim).get(f"{b}/{a}")
+            f = forces.get(f"{b}/{a}")
         return np.zeros(4) if f is None else np.concatenate([[f["normal"]], f["friction"]])
 
 
