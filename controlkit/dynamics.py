@@ -27,6 +27,10 @@ def _held_torques(mech, eqs: EquationSet) -> np.ndarray | None:
     if cache is not None and cache[0] == eqs.version and cache[1] is mech:
         return cache[2]
     tau = np.zeros(mech.ntau)
+    if len(eqs.assignments) == 1:  # (a servo's one assignment, every tick: no overlap to check)
+        tau = _one_held(mech, next(iter(eqs.assignments.values())), tau)
+        eqs._held = (eqs.version, mech, tau)
+        return tau
     seen = np.zeros(mech.ntau, dtype=bool)
     for asg in eqs.assignments.values():
         cols = getattr(asg.quantity, "tau_columns_of", None)
@@ -41,6 +45,22 @@ def _held_torques(mech, eqs: EquationSet) -> np.ndarray | None:
         seen[c] = True
         tau[c] = val if val.size == len(c) else val[0]
     eqs._held = (eqs.version, mech, tau)
+    return tau
+
+
+def _one_held(mech, asg, tau: np.ndarray) -> np.ndarray | None:
+    """:func:`_held_torques` of a single assignment: its value written into ``tau`` (zeros), or None."""
+    cols = getattr(asg.quantity, "tau_columns_of", None)
+    if cols is None or not isinstance(asg.value, Const):
+        return None
+    c = cols(mech)
+    val = asg.value.value
+    if val.size == len(c):
+        tau[c] = val
+    elif val.size == 1:
+        tau[c] = val[0]
+    else:
+        return None  # let the general path report the size
     return tau
 
 

@@ -382,8 +382,12 @@ class ControlTorques(_Unknown):
         return np.arange(layout.tau.start, layout.tau.stop)
 
     def tau_columns_of(self, mech) -> np.ndarray:
-        """Indices into the torque vector (ntau,) this quantity assigns: all of them."""
-        return np.arange(mech.ntau)
+        """Indices into the torque vector (ntau,) this quantity assigns: all of them (read-only)."""
+        cols = self.__dict__.get("_all")
+        if cols is None or len(cols) != mech.ntau:  # (a servo asks at every tick)
+            cols = self._all = np.arange(mech.ntau)
+            cols.setflags(write=False)
+        return cols
 
     def position(self, mech):
         return mech.solution.tau.copy()
