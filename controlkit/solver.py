@@ -255,6 +255,18 @@ def _upper(k: int) -> np.ndarray:
     return m
 
 
+_NULL_RHS: dict[tuple[int, int], np.ndarray] = {}
+
+
+def _null_rhs(n: int, m: int) -> np.ndarray:
+    """A new (n, n - m + 1) Fortran-ordered array: zeros, with the identity in rows m: and columns 1:."""
+    C = _NULL_RHS.get((n, m))
+    if C is None:
+        C = _NULL_RHS[(n, m)] = np.zeros((n, n - m + 1), order="F")
+        C[m:, 1:] = np.eye(n - m)
+    return C.copy(order="F")
+
+
 def _full_rank_qr(E, f):
     """:func:`_min_norm` by a Householder QR when E provably has full rank, else None.
 
@@ -281,14 +293,15 @@ def _full_rank_qr(E, f):
     if not smin_lb > 2.0 * RANK_TOL * max(1.0, math.sqrt(float(ee.dot(ee)))):  # |R|_F = |E|_F
         return None
     if wide:
-        # y = Q1 R^-T f is the minimum-norm solution; Q's other columns span the null space
-        Qf = np.empty((n, n), order="F")  # dorgqr reads only the k reflector columns
-        Qf[:, :m] = qr
-        Q, _, info = lapack.dorgqr(Qf, tau, overwrite_a=1)
+        # y = Q1 R^-T f is the minimum-norm solution; Q's other columns span the null space:
+        # both at once as Q [[R^-T f, 0], [0, I]] (the reflectors applied to n - m + 1 columns,
+        # without forming Q)
+        C = _null_rhs(n, m)
+        C[:m, 0] = Ri.T.dot(f)
+        QC, _, info = lapack.dormqr("L", "N", qr, tau, C, n - m + 1, 1)
         if info != 0:
             return None
-        y = Q[:, :m].dot(Ri.T.dot(f))
-        return y, m, None, Q[:, m:]
+        return QC[:, 0], m, None, QC[:, 1:]
     # tall: the unique least-squares solution y = R^-1 Q1^T f; no null space
     cq, _, info = lapack.dormqr("L", "T", qr, tau, f[:, None], lwork=max(1, n))
     if info != 0:
