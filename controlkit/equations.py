@@ -663,18 +663,22 @@ class _SetPlan:
     def set_weight(self, name: str, weight) -> int | None:
         """A weighted statement's new weight in its kind's stacked weights (the stacked array is
         replaced: problems already built keep theirs); returns its row count, None if not here."""
-        for kind in (self.costs, self.regularizations):
-            for n, _, i, j in kind.spans:
-                if n == name:
-                    stacked = kind.weight.copy()
-                    try:
-                        stacked[i:j] = weight  # a scalar or (j - i,) (numpy checks the shape)
-                    except ValueError as exc:
-                        raise EquationError(f"set_weight({name!r}, ...): {j - i} rows, weight shape "
-                                            f"{np.shape(weight)}") from exc
-                    kind.weight = stacked
-                    return j - i
-        return None
+        slots = self.__dict__.get("_weight_slots")
+        if slots is None:  # (a controller may re-weight at every tick: found by name once)
+            slots = self._weight_slots = {n: (kind, i, j) for kind in (self.costs, self.regularizations)
+                                          for n, _, i, j in kind.spans}
+        slot = slots.get(name)
+        if slot is None:
+            return None
+        kind, i, j = slot
+        stacked = kind.weight.copy()
+        try:
+            stacked[i:j] = weight  # a scalar or (j - i,) (numpy checks the shape)
+        except ValueError as exc:
+            raise EquationError(f"set_weight({name!r}, ...): {j - i} rows, weight shape "
+                                f"{np.shape(weight)}") from exc
+        kind.weight = stacked
+        return j - i
 
     @staticmethod
     def _weighted(statements: dict, kind: str, ctx: Context) -> "_KindPlan":

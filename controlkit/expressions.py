@@ -196,7 +196,8 @@ class Const(Expr):
     """A constant value (array or scalar)."""
 
     def __init__(self, value):
-        self.value = np.atleast_1d(np.asarray(value, dtype=float))
+        v = np.asarray(value, dtype=float)
+        self.value = v if v.ndim else v.reshape(1)  # (np.atleast_1d's generality costs more)
 
     def evaluate(self, ctx):
         return self.value
