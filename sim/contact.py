@@ -276,7 +276,7 @@ def _gap_rows(P: _Body, Q: _Body, k: np.ndarray, la: np.ndarray, lo: np.ndarray,
 
 
 def _rows_on_world(A: _Body, n: np.ndarray, la: np.ndarray, lo: np.ndarray, rad: np.ndarray,
-                   anchor: np.ndarray | None, T: np.ndarray, k: int):
+                   anchor: np.ndarray | None, T: np.ndarray, k: int, memo: list | None = None):
     """:func:`_gap_rows` and the stick rows of A's points on the fixed world, in one product.
 
     Every row is a direction d at a lever arm r from A's origin: ``[d | r x d] @ [J | drift]``
@@ -284,30 +284,49 @@ def _rows_on_world(A: _Body, n: np.ndarray, la: np.ndarray, lo: np.ndarray, rad:
     ``W = w w^T - |w|^2 I``. Normal rows: d = n at each point; stick rows: the tangents T (2, 3)
     at the anchor, and the torsion ``[0 | n]`` (k = 2 or 3, 0 when not sticking).
     Returns ``(phi, J, drift, G)`` as :meth:`ContactHinge._rows` (G is J: no sliding friction).
+    ``memo`` (a hinge's list, or None) keeps what the state does not change: W's direction
+    columns and the normal's skew matrix, for these points, tangents and normal.
     """
     # (ndarray.dot throughout: numpy's @ costs a microsecond more per small product, and the
     # contact rows are built at every step)
     m = len(la)
+    W0, Sn = _world_template(n, la, T, k, memo)
     rp = la.dot(A.R.T)
-    W = np.empty((m + k, 6))
-    W[:m, :3] = n
-    W[:m, 3:] = rp.dot(_skew(n))  # r x n
+    W = W0.copy()
+    W[:m, 3:] = rp.dot(Sn)  # r x n
     phi = np.zeros(m + k)
     phi[:m] = (rp + A.t - lo).dot(n) - rad
     Wn = A.spin().dot(n)
     if k:
         ra = A.R.dot(anchor)
-        W[m:m + 2, :3] = T
         W[m:m + 2, 3:] = T.dot(_skew(ra, -1.0))  # ra x t
-        if k == 3:
-            W[m + 2, :3] = 0.0
-            W[m + 2, 3:] = n
     JD = W.dot(A.JA)
     JD[:m, -1] += rp.dot(Wn)
     if k:
         JD[m:m + 2, -1] += T.dot(A.spin().dot(ra))
     J = JD[:, :-1]
     return phi, J, JD[:, -1], J
+
+
+def _world_template(n: np.ndarray, la: np.ndarray, T: np.ndarray, k: int, memo: list | None):
+    """:func:`_rows_on_world`'s constant parts: W (m + k, 6) with the directions [n | .] on the
+    normal rows, [t | .] on the tangent rows and [0 | n] on the torsion row (the lever columns are
+    the state's), and n's skew matrix; kept in ``memo`` while the points, tangents and normal are
+    the same."""
+    key = (la, T, k, n.tobytes())
+    if memo and memo[0][0] is la and memo[0][1] is T and memo[0][2:] == key[2:]:
+        return memo[1], memo[2]
+    m = len(la)
+    W0 = np.zeros((m + k, 6))
+    W0[:m, :3] = n
+    if k:
+        W0[m:m + 2, :3] = T
+        if k == 3:
+            W0[m + 2, 3:] = n
+    Sn = _skew(n)
+    if memo is not None:
+        memo[:] = [key, W0, Sn]
+    return W0, Sn
 
 
 #: m/s: a support point slower than this (relative to the other body) takes the contact's
@@ -587,7 +606,8 @@ class ContactHinge(Constraint):
                 and len(groups[0][1]) == len(self.points):
             # the common case (a foot on the ground): A's material points on the fixed world
             _, _, la, lo, rad = groups[0]
-            self._cache = _rows_on_world(A, n, la, lo, rad, self._anchor_a, self._tangents_b, self._stick_rows())
+            self._cache = _rows_on_world(A, n, la, lo, rad, self._anchor_a, self._tangents_b, self._stick_rows(),
+                                         self.__dict__.setdefault("_world_memo", []))
             self._cache_version = self.mech._version
             return self._cache
         blocks = []
