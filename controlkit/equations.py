@@ -740,14 +740,23 @@ def _constraint_rows(mech, eqs: EquationSet, layout: Layout | None):
     # one buffer per kind of term, filled constraint by constraint (terms() gives all three
     # at once; numpy's vstack/concatenate of many small arrays cost more than the kernels)
     k = plan.rows
-    Jc, phi, drift = np.empty((k, mech.nv)), np.empty(k), np.empty(k)
-    for t, sl in zip(terms, plan.slices):
-        phi[sl], Jc[sl], drift[sl] = t
+    if len(terms) == 1 and _rows_shaped(terms[0], k, mech.nv):
+        phi, Jc, drift = terms[0]  # one constraint (a stance foot): its own arrays, only read from here on
+    else:
+        Jc, phi, drift = np.empty((k, mech.nv)), np.empty(k), np.empty(k)
+        for t, sl in zip(terms, plan.slices):
+            phi[sl], Jc[sl], drift[sl] = t
     Jf = None if plan.ideal or all(c.ideal for c in plan.nonideal) else np.vstack([c.force_jacobian() for c in cons])
     out = _stacked_constraint_rows(mech, eqs, plan, cons, Jc, Jf, phi, drift, labels, layout)
     # kept only for ideal forces: a sliding contact's force rows are not among its terms
     plan.memo["rows"] = (key, layout, terms, out) if out[2] is None else None
     return out
+
+
+def _rows_shaped(t: tuple, k: int, nv: int) -> bool:
+    """Whether one constraint's ``terms()`` are already the stacked arrays: (k,), (k, nv), (k,)."""
+    return getattr(t[1], "shape", None) == (k, nv) and getattr(t[0], "shape", None) == (k,) \
+        and getattr(t[2], "shape", None) == (k,)
 
 
 def _same_terms(old: list, new: list) -> bool:

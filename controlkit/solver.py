@@ -138,8 +138,9 @@ def delassus_solve(J: np.ndarray, b: np.ndarray, S: np.ndarray, bias: np.ndarray
         J: constraint rows (k, nv); b: their right-hand side (k,) (m/s^2, rad/s^2).
         S: actuation selection (ntau, nv); bias: ``h - f_ext`` (nv,) (N, N m); Mi: ``M^-1`` (nv, nv).
         tau: the torques (ntau,) (N m); layout: the unknowns' layout (the multipliers' slices).
-        factors: where ``M^-1 J^T`` and the factor are kept with the rows (matched by the identity
-            of J: the assembly returns the same array only at the same state), or None.
+        factors: where ``M^-1 J^T`` and the factor are kept with the rows, or None; matched by the
+            identities of J and of ``M^-1`` (a new array at each state: a constraint may return
+            the same Jacobian array at every state, a lock's constant row).
     ``A = J M^-1 J^T`` (the Delassus matrix), ``a = M^-1 g + M^-1 J^T lam`` with ``g = S^T tau -
     bias``; solved again with the same rows (a controller's new torques), only ``M^-1 g`` is new.
     Returns None when the rows are (nearly) dependent: the general path reports the indeterminate forces.
@@ -149,8 +150,8 @@ def delassus_solve(J: np.ndarray, b: np.ndarray, S: np.ndarray, bias: np.ndarray
         a = Mi.dot(tau.dot(S) - bias)
         return Solution(np.concatenate([a, tau]), a, tau, {}, "direct")
     memo = factors.get("delassus") if factors is not None else None
-    if memo is not None and memo[0] is J:
-        _, MJt, c = memo
+    if memo is not None and memo[0] is J and memo[3] is Mi:
+        _, MJt, c, _ = memo
     else:
         MJt = Mi.dot(J.T)
         c, info = lapack.dpotrf(J.dot(MJt))
@@ -158,7 +159,7 @@ def delassus_solve(J: np.ndarray, b: np.ndarray, S: np.ndarray, bias: np.ndarray
         if info != 0 or min(dg) ** 2 <= RANK_TOL * max(dg) ** 2:
             c = None
         if factors is not None:
-            factors["delassus"] = (J, MJt, c)
+            factors["delassus"] = (J, MJt, c, Mi)
     if c is None:
         return None
     nt = len(tau)

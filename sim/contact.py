@@ -1110,6 +1110,8 @@ def _margin(face: _Face | None, Q: _Body, x: np.ndarray) -> np.ndarray:
     """How far (m) world points x (k, 3) lie inside Q's finite face (in its plane), inf without one."""
     if face is None:
         return np.full(len(x), np.inf)
+    if Q.world:  # (the fixed world's face is in world axes already: every step's guards ask)
+        return (face.half - np.abs((x - face.center).dot(face.axes.T))).min(axis=1)
     r = x - Q.point(face.center)
     return (face.half - np.abs(r.dot(face.axes.dot(Q.R.T).T))).min(axis=1)
 
