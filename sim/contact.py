@@ -1431,7 +1431,7 @@ class ContactSource(EventSource):
         g: list[np.ndarray] = []
         sides = h.sides()
         watched, edges = self._watched(h)
-        for owner, la, lo, offset, pts, slack in watched:
+        for owner, la, lo, offset, pts, slack, crossings in watched:
             P, Q, k = sides[owner]
             face = h.faces[owner]
             if len(la):
@@ -1448,8 +1448,8 @@ class ContactSource(EventSource):
                 # 6 mm, else a zero-energy event every step)
                 x = P.point(pts)
                 margin = _margin(face, Q, x) + slack
-                crossing = slack > self.slack
-                if crossing.any():
+                if crossings:
+                    crossing = slack > self.slack
                     dv = P.velocity(x[crossing]) - Q.velocity(x[crossing])
                     dv -= np.outer(dv.dot(k), k)
                     margin[crossing] += self._step * np.sqrt(np.einsum("ij,ij->i", dv, dv))
@@ -1460,8 +1460,8 @@ class ContactSource(EventSource):
 
     def _watched(self, h: ContactHinge):
         """Per owner: the spare vertices (local points of both bodies, offsets) and the support
-        points with their slacks, as arrays; and the edge-crossing support points (cached while
-        the hinge's points are the same)."""
+        points with their slacks, as arrays, and whether any of those is a crossing point; and the
+        edge-crossing support points (cached while the hinge's points are the same)."""
         key = (h.version, tuple(h.spare), tuple(h.support()))
         if not _same_key(h.__dict__.get("_watch_key"), key):
             out = []
@@ -1473,7 +1473,8 @@ class ContactSource(EventSource):
                 out.append((owner, np.array([s.local_a for s in spare]).reshape(-1, 3),
                             np.array([s.local_o for s in spare]).reshape(-1, 3), np.array([s.offset for s in spare]),
                             np.array([p.local_a for p in pts]).reshape(-1, 3),
-                            np.array([self.crossing_slack if p.crossing else self.slack for p in pts])))
+                            np.array([self.crossing_slack if p.crossing else self.slack for p in pts]),
+                            any(p.crossing for p in pts)))
             h._watch_key, h._watch = key, (out, [p for p in h.support() if p.edges is not None])
         return h._watch
 
