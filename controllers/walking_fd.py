@@ -350,9 +350,11 @@ class WholeBody:
         kp, kd, weight = kp or g.heel_kp, kd or g.heel_kd, weight or g.heel_weight
         p = FramePoint(self.cm, point)
 
+        gains = ((kp,) * 3, (kd,) * 3)
+
         def ref(t):
             pd, vd, ad = path(t)
-            return ad + kd * vd + kp * pd
+            return pd_reference(pd, vd, ad, *gains)
 
         self.eqs.add_cost(name, acc(p) + kd * vel(p) + kp * pos(p) - TimeFunction(ref, name), weight)
 
@@ -389,9 +391,11 @@ class WholeBody:
         Kp, Kd = np.diag(g.com_kp), np.diag(g.com_kd)
         kp, kd = Kp.diagonal(), Kd.diagonal()  # (diagonal gains: elementwise in the reference)
 
+        gains = (kp.tolist(), kd.tolist())
+
         def com_ref(t):
             p, v, a = self.com_path(t)
-            return a + kd * v + kp * p
+            return pd_reference(p, v, a, *gains)
 
         eqs.add_cost("com path", acc(com) + Kd @ vel(com) + Kp @ pos(com) - TimeFunction(com_ref, "com path"),
                      g.com_weight)
@@ -417,6 +421,13 @@ class WholeBody:
             self.solves += 1
             ctl.assign("whole-body torques", out, sol.tau)
             yield
+
+
+def pd_reference(p: np.ndarray, v: np.ndarray, a: np.ndarray, kp, kd) -> np.ndarray:
+    """``a + kd v + kp p`` (3,) of a path's point, velocity and acceleration (3,) each, with per-axis
+    gains ``kp``, ``kd`` (three floats each): a task's PD target, in floats (read at every tick)."""
+    (p0, p1, p2), (v0, v1, v2), (a0, a1, a2) = p.tolist(), v.tolist(), a.tolist()
+    return np.array([a0 + kd[0] * v0 + kp[0] * p0, a1 + kd[1] * v1 + kp[1] * p1, a2 + kd[2] * v2 + kp[2] * p2])
 
 
 # ------------------------------------------------------------------ Fig. 6.9
