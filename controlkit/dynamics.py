@@ -89,7 +89,7 @@ def _held_on_constraints(mech, eqs: EquationSet, tau: np.ndarray, f_ext: np.ndar
     mech.kinematics()
     t1 = _time.perf_counter()
     cons, Jc, Jf, rhs, _, layout = _constraint_rows(mech, eqs, None)
-    if Jf is not None or any(c.force_inequalities() is not None for c in cons):
+    if Jf is not None or _bounds_own_forces(cons):
         return None
     t2 = _time.perf_counter()
     sol = delassus_solve(Jc, rhs, mech.S, h if f_ext is None else h - f_ext, Mi, tau, layout,
@@ -102,6 +102,14 @@ def _held_on_constraints(mech, eqs: EquationSet, tau: np.ndarray, f_ext: np.ndar
     T.solve += t3 - t2
     T.calls += 1
     return sol
+
+
+def _bounds_own_forces(cons) -> bool:
+    """Whether a constraint bounds its own forces (a controlled contact): the general path then."""
+    for c in cons:  # (twice per step: a loop, no generator object)
+        if c.force_inequalities() is not None:
+            return True
+    return False
 
 
 def evaluate(mech, eqs: EquationSet, t: float, q: np.ndarray, v: np.ndarray,

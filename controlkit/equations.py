@@ -490,7 +490,10 @@ class _ConstraintPlan:
 
 def _constraint_plan(mech, cons: dict) -> _ConstraintPlan:
     vals = tuple(cons.values())
-    key = (vals, tuple([c.size for c in vals]))  # contact hinges change their size between events
+    sizes = []  # contact hinges change their size between events (a loop: 3 calls per step)
+    for c in vals:
+        sizes.append(c.size)
+    key = (vals, tuple(sizes))
     plan = mech.__dict__.get("_constraint_plan")
     if plan is None or plan.key != key:
         plan = mech._constraint_plan = _ConstraintPlan(mech, key)
@@ -604,9 +607,11 @@ class _KindPlan:
     def _values(self, ctx: Context, b: np.ndarray) -> np.ndarray:
         """b plus every value term (by the map S; one by one if a value's size has changed)."""
         if self.S is not None:
-            vs = [f(ctx.mech) for f in self.state_fns]
-            t = ctx.t
-            vs += [f(t) for f in self.time_fns]
+            mech, t, vs = ctx.mech, ctx.t, []  # (loops: every tick, no comprehension objects)
+            for f in self.state_fns:
+                vs.append(f(mech))
+            for f in self.time_fns:
+                vs.append(f(t))
             try:
                 flat = np.concatenate(vs)
             except ValueError:
@@ -728,7 +733,9 @@ def _constraint_rows(mech, eqs: EquationSet, layout: Layout | None):
         return (), np.zeros((0, mech.nv)), None, np.zeros(0), [], layout
     plan = _constraint_plan(mech, mech.constraints)
     cons = plan.cons
-    terms = [c.terms() for c in cons]
+    terms = []  # (a loop: Python 3.11 builds a function object for every comprehension)
+    for c in cons:
+        terms.append(c.terms())
     # solved again at the same state (a controller's new torques): the constraints that keep their
     # rows (the same arrays) give the same stacked rows, and the solver keeps its factors with them
     key = (mech._version, eqs.kp, eqs.kv, eqs.critical_forms)
@@ -736,7 +743,11 @@ def _constraint_rows(mech, eqs: EquationSet, layout: Layout | None):
     if memo is not None and memo[0] == key and memo[1] is layout and _same_terms(memo[2], terms):
         return memo[3]
     # (the plan's labels are shared by the problems, which only read them)
-    labels = plan.labels if plan.labels is not None else [lab for c in cons for lab in c.row_labels()]
+    labels = plan.labels
+    if labels is None:  # (contact hinges' labels change with their rows; a loop: every step)
+        labels = []
+        for c in cons:
+            labels += c.row_labels()
     # one buffer per kind of term, filled constraint by constraint (terms() gives all three
     # at once; numpy's vstack/concatenate of many small arrays cost more than the kernels)
     k = plan.rows
@@ -746,11 +757,19 @@ def _constraint_rows(mech, eqs: EquationSet, layout: Layout | None):
         Jc, phi, drift = np.empty((k, mech.nv)), np.empty(k), np.empty(k)
         for t, sl in zip(terms, plan.slices):
             phi[sl], Jc[sl], drift[sl] = t
-    Jf = None if plan.ideal or all(c.ideal for c in plan.nonideal) else np.vstack([c.force_jacobian() for c in cons])
+    Jf = None if plan.ideal or _all_ideal(plan.nonideal) else np.vstack([c.force_jacobian() for c in cons])
     out = _stacked_constraint_rows(mech, eqs, plan, cons, Jc, Jf, phi, drift, labels, layout)
     # kept only for ideal forces: a sliding contact's force rows are not among its terms
     plan.memo["rows"] = (key, layout, terms, out) if out[2] is None else None
     return out
+
+
+def _all_ideal(cons) -> bool:
+    """Whether every one of these constraints' forces acts along its rows right now (none slides)."""
+    for c in cons:  # (at every assembly: a loop, no generator)
+        if not c.ideal:
+            return False
+    return True
 
 
 def _rows_shaped(t: tuple, k: int, nv: int) -> bool:
@@ -761,7 +780,11 @@ def _rows_shaped(t: tuple, k: int, nv: int) -> bool:
 
 def _same_terms(old: list, new: list) -> bool:
     """Whether every constraint returned the very arrays it returned before (its rows are cached)."""
-    return all(a is b for x, y in zip(old, new) for a, b in zip(x, y))
+    for x, y in zip(old, new):
+        for a, b in zip(x, y):
+            if a is not b:
+                return False
+    return True
 
 
 def _stacked_constraint_rows(mech, eqs, plan, cons, Jc, Jf, phi, drift, labels, layout):
@@ -807,7 +830,10 @@ def _inequality_rows(cons, plan: _KindPlan, ctx: Context) -> Rows:
         return statements
     # the layout (spans, where each block goes, the statements' constant rows) is the same from
     # tick to tick while the constraints, their row counts and the statements' arrays are
-    shape = (cons, layout, statements.Aw, statements.Aa, statements.spans, [len(d) for _, _, d in parts])
+    counts = []  # (every tick: a loop, no comprehension object)
+    for part in parts:
+        counts.append(len(part[2]))
+    shape = (cons, layout, statements.Aw, statements.Aa, statements.spans, counts)
     memo = plan.__dict__.get("_ineq_layout")
     if memo is None or not _same_layout(memo[0], shape):
         memo = plan._ineq_layout = (shape, *_inequality_layout(parts, statements, layout))
@@ -822,7 +848,10 @@ def _inequality_rows(cons, plan: _KindPlan, ctx: Context) -> Rows:
 
 def _same_layout(old: tuple, new: tuple) -> bool:
     """Whether :func:`_inequality_rows`' layout keys match (its arrays by identity)."""
-    return all(a is b for a, b in zip(old[:5], new[:5])) and old[5] == new[5]
+    for a, b in zip(old[:5], new[:5]):
+        if a is not b:
+            return False
+    return old[5] == new[5]
 
 
 def _inequality_layout(parts, statements: Rows, layout: Layout):

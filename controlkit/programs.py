@@ -265,10 +265,17 @@ class _ConditionSource:
         return min((p.waiting.tolerance for p in w), default=self.rt.sim.event_tolerance)
 
     def _waiting(self):
-        return [p for p in self.rt.programs.values() if isinstance(p.waiting, Until) and not p.done]
+        out = []  # (every step: a loop, no comprehension object)
+        for p in self.rt.programs.values():
+            if isinstance(p.waiting, Until) and not p.done:
+                out.append(p)
+        return out
 
     def active(self) -> bool:
-        return bool(self._waiting())
+        for p in self.rt.programs.values():  # (asked several times per step: no list built)
+            if isinstance(p.waiting, Until) and not p.done:
+                return True
+        return False
 
     def guards(self, sim, t, q, v):
         mech = sim.mech

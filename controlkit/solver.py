@@ -170,7 +170,15 @@ def delassus_solve(J: np.ndarray, b: np.ndarray, S: np.ndarray, bias: np.ndarray
     a += MJt.dot(lam)
     x[nv:nv + nt] = tau
     x[nv + nt:] = lam
-    return Solution(x, a, tau, {name: x[s] for name, s in layout.lam.items()}, "direct")
+    return Solution(x, a, tau, _multipliers(x, layout), "direct")
+
+
+def _multipliers(x: np.ndarray, layout) -> dict[str, np.ndarray]:
+    """Each constraint's multipliers as views of x (a loop: twice per step, no comprehension)."""
+    lam = {}
+    for name, s in layout.lam.items():
+        lam[name] = x[s]
+    return lam
 
 
 def _dense_mass_solve(M):
@@ -656,7 +664,7 @@ def _unpack(p, P, p0, free, wF, y, N, method) -> Solution:
         w = y  # nothing assigned: y is w
     x = np.concatenate([a, w])
     tau = w[: L.ntau]
-    lam = {name: x[s] for name, s in L.lam.items()}
+    lam = _multipliers(x, L)
     indet: list[str] = []
     if N.shape[1]:
         idx = np.flatnonzero(free)

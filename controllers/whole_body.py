@@ -130,7 +130,7 @@ class FootContact(WeldConstraint):
         k = 1.0
         if math.isfinite(self.load) and self.nominal_load > 0:
             k = 1.0 / max(self.load / self.nominal_load, 0.05)
-        f0, f1, f2, m0, m1, m2 = (float(x) for x in weights)  # (six floats, every tick: one array)
+        f0, f1, f2, m0, m1, m2 = weights  # (six numbers, every tick: one array)
         return np.array([f0, f1, f2, m0 * k, m1 * k, m2 * k])
 
 

@@ -813,8 +813,12 @@ class ContactHinge(Constraint):
             return 0.0
         phi = self._rows()[0][:m].tolist()  # (read at every step's guards: a few floats)
         s = min(phi)
-        if self.dependent:
-            s = min(s, *(sum(c * p for c, p in zip(row, phi)) for row in self.affine().tolist()))
+        if self.dependent:  # (plain loops: generators cost more than these few products)
+            for row in self.affine().tolist():
+                d = 0.0
+                for c, p in zip(row, phi):
+                    d += c * p
+                s = min(s, d)
         return min(s, 0.0)
 
     def forces(self, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -1268,8 +1272,9 @@ def _support_margin(fn: np.ndarray, C: np.ndarray) -> float:
     k, d = len(fn), len(C)
     if d == 1:
         f = fn.tolist()
-        lines = [(-c, x) for c, x in zip(C[0].tolist(), f)]
-        lines.append((1.0, 0.0))  # (the dependent force's own line; the order does not matter)
+        lines = [(1.0, 0.0)]  # the dependent force's own line, then the held ones' (a loop: no comprehension)
+        for c, x in zip(C[0].tolist(), f):
+            lines.append((-c, x))
         return _top_of_lines(lines, min(f, default=math.inf))
     # a small LP as a regularized QP in (mu, t), scaled to forces of order one
     scale = max(float(np.abs(fn).max(initial=0.0)), 1e-12)
@@ -1389,8 +1394,10 @@ class ContactSource(EventSource):
 
     def _layout_key(self, q):
         """What the state-only guards depend on besides the statements."""
-        return (q.tobytes(), tuple(self._grace.items()),
-                tuple((k, id(h), h.version, h.mode, h.controlled, h.depth0, h.shown0) for k, h in self.hinges.items()))
+        hinges = []  # (twice per step: a loop, no generator)
+        for k, h in self.hinges.items():
+            hinges.append((k, id(h), h.version, h.mode, h.controlled, h.depth0, h.shown0))
+        return q.tobytes(), tuple(self._grace.items()), tuple(hinges)
 
     def guards_after_control(self, sim, t, q, v, before):
         """Only the force guards again (the support margins, stick and slide): distances and
@@ -1491,8 +1498,12 @@ class ContactSource(EventSource):
         placed = moved = False
         for k, h in self.hinges.items():
             support = h.support()
-            old = [i for i, p in enumerate(support) if p.crossing and p.edges is None]
-            edges = [i for i, p in enumerate(support) if p.edges is not None]
+            old, edges = [], []  # (every step: loops, no comprehension objects)
+            for i, p in enumerate(support):
+                if p.edges is not None:
+                    edges.append(i)
+                elif p.crossing:
+                    old.append(i)
             if not old and not edges:
                 continue
             if not placed:

@@ -300,7 +300,7 @@ class Simulator:
         if self._a is None:
             self.solve_now()
         h = self._next_h(t_end)
-        sources = [s for s in self.sources if s.active()]
+        sources = self._active_sources()
         g0 = self._start_guards(sources)
         step = self._attempt(h)
         # detect events in the step
@@ -338,6 +338,13 @@ class Simulator:
                 self._guards_now = (self._guard_key(sources), g_end)
         self._record(force=first is not None or self.t >= t_end - 1e-12)
 
+    def _active_sources(self) -> list:
+        out = []  # (every step: a loop, no comprehension object)
+        for s in self.sources:
+            if s.active():
+                out.append(s)
+        return out
+
     def _start_guards(self, sources) -> list[np.ndarray]:
         """Guards at the step's start: those computed after the last control phase when nothing
         has changed since (same sources, state, statements and solution), else evaluated now."""
@@ -360,7 +367,9 @@ class Simulator:
         already <= 0 at the next step's start, where no crossing would ever be seen; compared
         with the guards at the end of the step (the old statements), it is handled here."""
         # the state is the step's end: what depends on it alone (distances, vertex gaps) stands
-        now = [_guards_after_control(s, self, g) for s, g in zip(sources, g_end)]
+        now = []  # (every step: a loop, no comprehension object)
+        for s, g in zip(sources, g_end):
+            now.append(_guards_after_control(s, self, g))
         fired = _fired(sources, g_end, now)
         if fired:
             self._handle(fired)
@@ -440,8 +449,13 @@ class Simulator:
 def _fired(sources, before: list[np.ndarray], now: list[np.ndarray]) -> list:
     """``(source, guards before, crossed mask)`` of the sources whose guards crossed between
     ``before`` and ``now`` at one instant (a source whose guard count changed is its own business)."""
-    fired = [(s, g, crossed(g, g1)) for s, g, g1 in zip(sources, before, now) if g.shape == g1.shape]
-    return [f for f in fired if f[2].any()]
+    fired = []  # (every step: a loop, no comprehension objects)
+    for s, g, g1 in zip(sources, before, now):
+        if g.shape == g1.shape:
+            mask = crossed(g, g1)
+            if mask.any():
+                fired.append((s, g, mask))
+    return fired
 
 
 def _guards_after_control(source, sim, before: np.ndarray) -> np.ndarray:
