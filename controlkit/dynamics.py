@@ -27,41 +27,31 @@ def _held_torques(mech, eqs: EquationSet) -> np.ndarray | None:
     if cache is not None and cache[0] == eqs.version and cache[1] is mech:
         return cache[2]
     tau = np.zeros(mech.ntau)
-    if len(eqs.assignments) == 1:  # (a servo's one assignment, every tick: no overlap to check)
-        tau = _one_held(mech, next(iter(eqs.assignments.values())), tau)
-        eqs._held = (eqs.version, mech, tau)
-        return tau
-    seen = np.zeros(mech.ntau, dtype=bool)
+    seen = None if len(eqs.assignments) == 1 else np.zeros(mech.ntau, dtype=bool)  # (one: no overlap)
     for asg in eqs.assignments.values():
-        cols = getattr(asg.quantity, "tau_columns_of", None)
-        if cols is None or not isinstance(asg.value, Const):
-            eqs._held = (eqs.version, mech, None)
-            return None
-        c = cols(mech)
-        val = asg.value.value
-        if seen[c].any() or val.size not in (1, len(c)):
+        held = _held_value(mech, asg)
+        if held is None or (seen is not None and seen[held[0]].any()):
             eqs._held = (eqs.version, mech, None)  # let the general path report the conflict
             return None
-        seen[c] = True
-        tau[c] = val if val.size == len(c) else val[0]
+        c, val = held
+        if seen is not None:
+            seen[c] = True
+        tau[c] = val
     eqs._held = (eqs.version, mech, tau)
     return tau
 
 
-def _one_held(mech, asg, tau: np.ndarray) -> np.ndarray | None:
-    """:func:`_held_torques` of a single assignment: its value written into ``tau`` (zeros), or None."""
+def _held_value(mech, asg) -> tuple[np.ndarray, np.ndarray | float] | None:
+    """(torque columns, value) of a constant torque assignment; None when it is not one, or when
+    its value's size does not fit (the general path reports that)."""
     cols = getattr(asg.quantity, "tau_columns_of", None)
     if cols is None or not isinstance(asg.value, Const):
         return None
     c = cols(mech)
     val = asg.value.value
     if val.size == len(c):
-        tau[c] = val
-    elif val.size == 1:
-        tau[c] = val[0]
-    else:
-        return None  # let the general path report the size
-    return tau
+        return c, val
+    return (c, val[0]) if val.size == 1 else None
 
 
 def _lean(mech, tau: np.ndarray, f_ext: np.ndarray | None) -> Solution:

@@ -250,6 +250,11 @@ class Controller:
         self._rt.sim.log("control", f"{self.name}: {description}", **data)
 
 
+def _waits_until(p: "Program") -> bool:
+    """Whether a program is waiting on an ``until`` condition (its guard is watched)."""
+    return isinstance(p.waiting, Until) and not p.done
+
+
 class _ConditionSource:
     """The runtime's event source: one guard per program waiting on ``until``."""
 
@@ -267,13 +272,13 @@ class _ConditionSource:
     def _waiting(self):
         out = []  # (every step: a loop, no comprehension object)
         for p in self.rt.programs.values():
-            if isinstance(p.waiting, Until) and not p.done:
+            if _waits_until(p):
                 out.append(p)
         return out
 
     def active(self) -> bool:
         for p in self.rt.programs.values():  # (asked several times per step: no list built)
-            if isinstance(p.waiting, Until) and not p.done:
+            if _waits_until(p):
                 return True
         return False
 

@@ -374,7 +374,7 @@ class Simulator:
         if fired:
             self._handle(fired)
             self.solve_now()
-            sources = [s for s in self.sources if s.active()]
+            sources = self._active_sources()
             now = [s.guards(self, self.t, self.q, self.v) for s in sources]
         self._guards_now = (self._guard_key(sources), now)
 
