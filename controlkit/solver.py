@@ -485,7 +485,7 @@ def _inside(H, c, GN, slack):
     if info != 0:
         return None  # (quadprog reports a Hessian that is not positive definite)
     z, info = lapack.dpotrs(R, c)
-    if info != 0 or not (GN.dot(z) <= slack).all():
+    if info != 0 or False in (GN.dot(z) <= slack).tolist():
         return None
     return z
 
@@ -518,7 +518,7 @@ def _with_default(H, c, default, regularization=None, memo: dict | None = None):
         return _nudged(H), c
     if regularization is not None:
         # the costs' own minimum off F, from the same eigendecomposition (H's pseudo-inverse)
-        H, c, F = _regularize(H, c, F, regularization, V.dot(V.T.dot(c) / w), float(w.sum()))
+        H, c, F = _regularize(H, c, F, regularization, V.dot(V.T.dot(c) / w), float(np.add.reduce(w)))
         if not F.shape[1]:
             H.flat[:: n + 1] += 1e-12  # (H is _regularize's new array)
             return H, c

@@ -699,7 +699,7 @@ class ContactHinge(Constraint):
             return np.zeros((0, self.mech.nv)) if i % 2 else np.zeros(0)
         keep = self.row_mask()
         part = self._rows()[i]
-        return part if keep.all() else part[keep]
+        return part if False not in keep.tolist() else part[keep]
 
     def force_inequalities(self):
         """``-lam_n <= 0`` per point and, sticking, ``|f_t1| + |f_t2| <= mu_s sum(lam_n)`` (a pyramid
@@ -2003,7 +2003,7 @@ class ContactSource(EventSource):
                 fr = h.sliding_friction(fn)
             else:
                 fr = np.zeros(3)
-            out[h.label] = dict(normal=float(fn.sum()), friction=fr, mode=h.mode,
+            out[h.label] = dict(normal=float(np.add.reduce(fn)), friction=fr, mode=h.mode,
                                 region=h.region, points=len(h.support()))
         return out
 

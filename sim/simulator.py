@@ -309,7 +309,7 @@ class Simulator:
             g1 = s.guards(self, step.t1, step.q1, step.v1)
             g_end.append(g1)
             mask = crossed(g, g1)
-            if mask.any():
+            if True in mask.tolist():  # (ndarray.any's Python wrapper costs more on a few guards)
                 theta = isolate(s, self, step, g, mask, g1)
                 if first is None or theta < first[0] - 1e-15:
                     first = (theta, [(s, g, mask)])
@@ -409,8 +409,9 @@ class Simulator:
 
     def _accept(self, step):
         q, v = step.q1, step.v1
-        # (a sum is finite only if every term is: one reduction per vector at every step)
-        if not (math.isfinite(q.sum()) and math.isfinite(v.sum())) and \
+        # (a sum is finite only if every term is; an overflow falls back to the exact check. Python's
+        # sum of the floats: numpy's reduction wrapper costs more on a few dozen, at every step)
+        if not (math.isfinite(sum(q.tolist())) and math.isfinite(sum(v.tolist()))) and \
                 not (np.isfinite(q).all() and np.isfinite(v).all()):
             raise SimulationError(f"t = {step.t1:.9g} s: the state became non-finite (NaN/inf) in "
                                   f"{self.integrator.name}", step.t1, self.recording)
@@ -453,7 +454,7 @@ def _fired(sources, before: list[np.ndarray], now: list[np.ndarray]) -> list:
     for s, g, g1 in zip(sources, before, now):
         if g.shape == g1.shape:
             mask = crossed(g, g1)
-            if mask.any():
+            if True in mask.tolist():
                 fired.append((s, g, mask))
     return fired
 
