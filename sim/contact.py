@@ -835,6 +835,13 @@ class ContactHinge(Constraint):
         return lam[:k], ft
 
 
+def _multipliers_of(sol, h: ContactHinge) -> np.ndarray:
+    """A hinge's multipliers in a solution (zeros when it has none: detached, or solved before it
+    existed). Not ``dict.get``'s default: that would build the zeros at every call, twice per step."""
+    lam = sol.lam.get(h.name)
+    return np.zeros(h.size) if lam is None else lam
+
+
 def _coincides(s: SupportPoint, points: Sequence[SupportPoint]) -> bool:
     """Whether a point of the same owner coincides with s (in the owner's frame; numpy's
     ``allclose(s, p, atol=1e-7)``: within 1e-7 m + 1e-5 of p's coordinates)."""
@@ -1372,7 +1379,7 @@ class ContactSource(EventSource):
         out, starts, at = [d], [], len(d)
         for h in self.hinges.values():
             starts.append(at)
-            out.append(self._hinge_guards(h, sol.lam.get(h.name, np.zeros(h.size))))
+            out.append(self._hinge_guards(h, _multipliers_of(sol, h)))
             at += len(out[-1])
         self._layout = (self._layout_key(q), starts, at)
         return np.concatenate(out)
@@ -1408,7 +1415,7 @@ class ContactSource(EventSource):
             return self.guards(sim, t, q, v)
         sol, out = mech.solution, before.copy()
         for h, start in zip(self.hinges.values(), lay[1]):
-            f = self._force_guards(h, sol.lam.get(h.name, np.zeros(h.size)))
+            f = self._force_guards(h, _multipliers_of(sol, h))
             out[start:start + len(f)] = f
         return out
 
@@ -1947,7 +1954,7 @@ class ContactSource(EventSource):
         for h in self.hinges.values():
             if h.controlled and h.mode == "stick":
                 continue  # its friction stays in the pyramid (force_inequalities)
-            fn, ft = h.forces(sol.lam.get(h.name, np.zeros(h.size)))
+            fn, ft = h.forces(_multipliers_of(sol, h))
             # the same test as the slip guard (which fires at <= 0), so a handled event never repeats
             if h.mode == "stick" and np.linalg.norm(ft) >= h.mu_s * fn.sum() * (1 - 1e-9) - 1e-12:
                 if np.linalg.norm(ft) == 0.0:
@@ -1996,7 +2003,7 @@ class ContactSource(EventSource):
         sol = sim.mech.solution
         out = {}
         for h in self.hinges.values():
-            fn, ft = h.forces(sol.lam.get(h.name, np.zeros(h.size)) if sol is not None else np.zeros(h.size))
+            fn, ft = h.forces(_multipliers_of(sol, h) if sol is not None else np.zeros(h.size))
             if h.mode == "stick":
                 fr = h.tangent_world(ft)
             elif h.mode == "slide":
