@@ -14,7 +14,8 @@ the welds after each step), ``control`` (programs at ticks, net of their solves)
 and ``other`` (integrator arithmetic, Lie-group updates, loop). The split comes from one more run
 with timing wrappers around those methods (they cost about 3% of a part 2 run); the headline
 real-time factor from runs without them. In part 2 the servo's own solves
-(on the controller's model) count in pinocchio/assembly/solve too, and are also given apart.
+(on the controller's model) count in pinocchio/assembly/solve too, and are also given apart,
+with (from the split's run) the servo's largest torque change from one tick to the next.
 With ``--profile``: cProfile's own time per source file (top 15) and per function (top 20).
 
 Run: ``.venv/bin/python bench/walking.py [--part 1|2|both] [--seconds 20] [--repeat 3] [--profile]``;
@@ -34,6 +35,8 @@ import sys  # noqa: E402
 import time  # noqa: E402
 from collections import defaultdict  # noqa: E402
 from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -84,6 +87,8 @@ def run(part: int, seconds: float, integrator: str, dt: float, profile: bool = F
     servo = scn.info["servo"].cm if "servo" in scn.info else None  # the servo's own model (part 2)
     mechs = [sim.mech] + ([servo] if servo is not None else [])
     clock = _Clock(mechs)
+    if timed and servo is not None:
+        scn.info["servo"].torque_log = []  # (the split's run only: the headline runs keep nothing)
     if timed:
         for source in sim.sources:
             clock.wrap(source, "guards", "events")
@@ -114,7 +119,18 @@ def run(part: int, seconds: float, integrator: str, dt: float, profile: bool = F
         T = servo.times
         servo_times = {"solves": T.calls, "us_per_solve": 1e6 * (T.pinocchio + T.assembly + T.solve) / max(T.calls, 1),
                        "wall_s": T.pinocchio + T.assembly + T.solve}
+        log = scn.info["servo"].torque_log
+        if log and len(log) > 1:
+            servo_times["torque_steps_Nm"] = _torque_steps(log)
     return rec, wall, split, stats, sim, prof, servo_times
+
+
+def _torque_steps(log: list) -> dict:
+    """The servo's largest torque change from one tick to the next (N m): median, 99th percentile
+    and maximum over the ticks (a smooth servo changes its torques by a fraction of a N m per ms)."""
+    d = np.abs(np.diff(np.array(log), axis=0)).max(axis=1)
+    return {"median": float(np.median(d)), "p99": float(np.percentile(d, 99)), "max": float(d.max()),
+            "ticks_over_10": int(np.count_nonzero(d > 10.0))}
 
 
 def _profile_tables(prof):
@@ -142,7 +158,9 @@ def bench_part(part: int, seconds: float, integrator: str | None, dt: float | No
     # the real-time factor from runs without the split's wrappers; the split from one more run with them
     runs = sorted((run(part, seconds, integrator, dt, timed=False) for _ in range(max(1, repeat))), key=lambda r: r[1])
     rec, wall, _, stats, sim, _, servo = runs[len(runs) // 2]  # the median wall time
-    _, split_wall, split, _, _, _, _ = run(part, seconds, integrator, dt)
+    _, split_wall, split, _, _, _, split_servo = run(part, seconds, integrator, dt)
+    if servo is not None and "torque_steps_Nm" in split_servo:
+        servo["torque_steps_Nm"] = split_servo["torque_steps_Nm"]  # (kept in the split's run only)
     n = sim.mech.times.calls
     rtf = seconds / wall
     summary = {"part": part, "simulated_s": seconds, "wall_s": wall, "real_time_factor": rtf,
@@ -156,6 +174,10 @@ def bench_part(part: int, seconds: float, integrator: str | None, dt: float | No
     print(table([summary], [k for k in summary if k != "real_time_factors"]))
     if servo is not None:
         print(f"servo: {servo['solves']} solves, {servo['us_per_solve']:.0f} us each ({servo['wall_s']:.2f} s)")
+        steps = servo.get("torque_steps_Nm")
+        if steps:
+            print(f"servo torque change per tick (N m, largest joint): median {steps['median']:.3g}, "
+                  f"p99 {steps['p99']:.3g}, max {steps['max']:.3g}, {steps['ticks_over_10']} ticks over 10")
     print(f"where the time goes (a run with the split's wrappers: real-time factor {seconds / split_wall:.3f})")
     rows = [{"part": p, "wall_s": split[p], "share_%": 100 * split[p] / split_wall,
              "us_per_simulated_ms": 1e3 * split[p] / seconds} for p in PARTS]

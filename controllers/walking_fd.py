@@ -290,8 +290,11 @@ class WholeBody:
         torque_limit: |tau| bound (N m). gains: :class:`WalkingGains`.
 
     :meth:`program` is the servo (a control program to run at 1 kHz). ``last`` is its last
-    solution on the model, ``solves`` the number of solves.
+    solution on the model, ``solves`` the number of solves. Set ``torque_log`` to a list to
+    keep every tick's torques (ntau,) (N m) in it (for measuring the servo's smoothness).
     """
+
+    torque_log: list | None = None
 
     def __init__(self, model_mech, feet: dict, com_path, torso: str = "torso", *, torque_limit: float = 300.0,
                  gains: WalkingGains | None = None):
@@ -419,6 +422,8 @@ class WholeBody:
             note_loads(sol, self.planted.values())
             self.last = sol
             self.solves += 1
+            if self.torque_log is not None:
+                self.torque_log.append(sol.tau)
             ctl.assign("whole-body torques", out, sol.tau)
             yield
 
