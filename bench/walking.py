@@ -128,7 +128,7 @@ def run(part: int, seconds: float, integrator: str, dt: float, profile: bool = F
 def _torque_steps(log: list) -> dict:
     """The servo's largest torque change from one tick to the next (N m): median, 99th percentile
     and maximum over the ticks (a smooth servo changes its torques by a fraction of a N m per ms)."""
-    d = np.abs(np.diff(np.array(log), axis=0)).max(axis=1)
+    d = np.abs(np.diff(np.array([tau for _, tau in log]), axis=0)).max(axis=1)
     return {"median": float(np.median(d)), "p99": float(np.percentile(d, 99)), "max": float(d.max()),
             "ticks_over_10": int(np.count_nonzero(d > 10.0))}
 

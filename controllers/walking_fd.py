@@ -36,20 +36,27 @@ departs), and why:
    would make the struck foot slide).
 4. The torso is held upright (part 1 leans it 10 deg forward; here a lean moves the centre of
    mass plan's reference away from the torso for no gain).
-5. Part 1's cost on all body accelerations (Fig. 6.8) becomes a posture cost: every joint is
-   pulled toward the standing posture, which fixes each leg's swivel about its hip-ankle line
-   (part 1's note 8) and the toe joints.
+5. Part 1's cost on all body accelerations (Fig. 6.8) becomes a posture cost: every joint but
+   the toes is pulled toward the standing posture, which fixes each leg's swivel about its
+   hip-ankle line (part 1's note 8).
 6. The toe segments are held ``TOE_UP`` (toes up): only their joint line, the sole's front edge,
    reaches the ground, so the foot stands on its sole alone and its contact with the ground is
    one rigid sole (the simulation watches the soles' pairs only). A toe resting beside the sole
    makes the ground's split of load and friction between sole and toe arbitrary (the points
    are redundant), and a lightly loaded foot then slips on whichever carries the friction.
+   They are held by a control equation (their accelerations are the posture's PD), not a cost:
+   a toe segment is so light that a cost on it trades the QP's conditioning against the hold.
+   At 1% of the posture weight the servo swung the toes as reaction wheels (through the
+   unwatched floor, up to 66 rad/s) and its torques jumped by up to 58 N m whenever the toe
+   directions crossed the solver's flat threshold; heavier weights made the walk slide.
 7. The servo keeps a planted foot's centre of pressure in the inner ``COP_MARGIN`` of its sole
    (a ZMP safety margin). A just-landed foot carries only ``MIN_LOAD``, and the least squared
    torques put its centre of pressure on a sole corner; on the real floor the ground then holds
    that foot on the corner alone, and it rocked onto a neighbouring corner and back every 2 ms
    (an impact and two contact changes each time) until it was loaded: 5x the events, 5x the
-   slip. With the margin the sole stays in face contact.
+   slip. With the margin the sole stays in face contact. A foot's share of the sideways force follows
+   its load too (:meth:`~controllers.whole_body.FootContact.share_weights`): a landed or
+   unloading foot at the same share as the loaded one had its friction at the cone.
 
 Units: m, s, rad, N, N m.
 """
@@ -99,7 +106,6 @@ MIN_LOAD = 20.0                            # N: a planted foot carries at least 
 TOE_UP = math.radians(5.0)                 # toe joints are held this far up (note 6)
 ZMP_FROM_HEEL = 0.10                       # m: the ZMP rests this far ahead of the stance heel (mid-sole)
 SETTLE_TIME = 0.15                         # s: the longest a touched-down foot may take to rest flat
-TOE_POSTURE_SCALE = 1e-2                   # the toes' share of the posture weight (see WholeBody._posture)
 COP_MARGIN = 0.8                           # the servo keeps a planted foot's centre of pressure in this share of the sole (note 7)
 FLAT_HEIGHT = 5e-4                         # m: a sole whose corners are all this close to the ground is flat
 
@@ -291,7 +297,7 @@ class WholeBody:
 
     :meth:`program` is the servo (a control program to run at 1 kHz). ``last`` is its last
     solution on the model, ``solves`` the number of solves. Set ``torque_log`` to a list to
-    keep every tick's torques (ntau,) (N m) in it (for measuring the servo's smoothness).
+    keep every tick's ``(t, torques)`` in it (s; (ntau,), N m), for measuring the servo's smoothness.
     """
 
     torque_log: list | None = None
@@ -369,14 +375,14 @@ class WholeBody:
         self.eqs.add_cost(name, acc(o) + kd * vel(o) + kp * orientation_error(o, np.asarray(R, dtype=float)), weight)
 
     def _posture(self) -> None:
-        """Cost: every joint's acceleration follows the posture's PD (``self._ref["a"]``)."""
-        joints = JointAccelerations(self.cm)  # every joint but the free flyer
-        # a toe segment is so light that an acceleration cost on it would be the QP's stiffest
-        # term by far (and its other directions near-flat next to it): weighted down accordingly
-        w = np.array([TOE_POSTURE_SCALE if n.startswith("toe") else 1.0 for n in joints.joints
-                      for _ in range(self.cm.model.joints[self.cm.model.getJointId(n)].nv)])
-        self.eqs.add_cost("posture", joints - TimeFunction(lambda t: self._ref["a"][joints.v_index], "posture"),
-                          self.g.posture_weight * w)
+        """Cost: every joint's acceleration but the toes' follows the posture's PD (``self._ref["a"]``);
+        equation: the toes' accelerations are their PD's (note 6)."""
+        every = JointAccelerations(self.cm).joints  # every joint but the free flyer
+        body = JointAccelerations(self.cm, [n for n in every if not n.startswith("toe")])
+        toes = JointAccelerations(self.cm, [n for n in every if n.startswith("toe")])
+        self.eqs.add_cost("posture", body - TimeFunction(lambda t: self._ref["a"][body.v_index], "posture"),
+                          self.g.posture_weight)
+        self.eqs.add_equation("toes held up", toes == TimeFunction(lambda t: self._ref["a"][toes.v_index], "toes"))
 
     def remove(self, *names: str) -> None:
         for n in names:
@@ -423,7 +429,7 @@ class WholeBody:
             self.last = sol
             self.solves += 1
             if self.torque_log is not None:
-                self.torque_log.append(sol.tau)
+                self.torque_log.append((t, sol.tau))
             ctl.assign("whole-body torques", out, sol.tau)
             yield
 

@@ -123,15 +123,17 @@ class FootContact(WeldConstraint):
 
     def share_weights(self, weights: np.ndarray) -> np.ndarray:
         """The :meth:`sole_wrench` regularization's weights (6,) for this solve: ``weights`` with the
-        moment rows divided by the foot's share of the load at the last solve (``load /
-        nominal_load``, set by the servo; 1 until then, at least 5%). It then shares a moment
-        between feet in proportion to their loads (equal centre-of-pressure offsets, not equal
-        moments, which would put a lightly loaded foot's centre of pressure at its sole's edge)."""
+        tangential force and moment rows divided by the foot's share of the load at the last solve
+        (``load / nominal_load``, set by the servo; 1 until then, at least 5%). It then shares a
+        horizontal force or a moment between feet in proportion to their loads: equal friction use
+        and equal centre-of-pressure offsets. Equal shares would put a lightly loaded foot's centre
+        of pressure at its sole's edge and its friction at the cone (a foot unloading before it
+        lifts carried as much sideways force as the other: it rocked, and slid with a wrong model)."""
         k = 1.0
         if math.isfinite(self.load) and self.nominal_load > 0:
             k = 1.0 / max(self.load / self.nominal_load, 0.05)
         f0, f1, f2, m0, m1, m2 = weights  # (six numbers, every tick: one array)
-        return np.array([f0, f1, f2, m0 * k, m1 * k, m2 * k])
+        return np.array([f0 * k, f1 * k, f2, m0 * k, m1 * k, m2 * k])
 
 
 def note_loads(sol, feet) -> None:
