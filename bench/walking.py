@@ -87,9 +87,9 @@ def run(part: int, seconds: float, integrator: str, dt: float, profile: bool = F
     servo = scn.info["servo"].cm if "servo" in scn.info else None  # the servo's own model (part 2)
     mechs = [sim.mech] + ([servo] if servo is not None else [])
     clock = _Clock(mechs)
-    if timed and servo is not None:
-        scn.info["servo"].torque_log = []  # (the split's run only: the headline runs keep nothing)
     if timed:
+        if servo is not None:
+            scn.info["servo"].torque_log = []  # (the split's run only: the headline runs keep nothing)
         for source in sim.sources:
             clock.wrap(source, "guards", "events")
         clock.wrap(sim, "_handle", "events")
@@ -120,7 +120,7 @@ def run(part: int, seconds: float, integrator: str, dt: float, profile: bool = F
         servo_times = {"solves": T.calls, "us_per_solve": 1e6 * (T.pinocchio + T.assembly + T.solve) / max(T.calls, 1),
                        "wall_s": T.pinocchio + T.assembly + T.solve}
         log = scn.info["servo"].torque_log
-        if log and len(log) > 1:
+        if log is not None and len(log) > 1:
             servo_times["torque_steps_Nm"] = _torque_steps(log)
     return rec, wall, split, stats, sim, prof, servo_times
 

@@ -836,9 +836,10 @@ class ContactHinge(Constraint):
 
 
 def _multipliers_of(sol, h: ContactHinge) -> np.ndarray:
-    """A hinge's multipliers in a solution (zeros when it has none: detached, or solved before it
-    existed). Not ``dict.get``'s default: that would build the zeros at every call, twice per step."""
-    lam = sol.lam.get(h.name)
+    """A hinge's multipliers in a solution (zeros when there is none, or it has none: detached, or
+    solved before it existed). Not ``dict.get``'s default: that would build the zeros at every
+    call, twice per step."""
+    lam = None if sol is None else sol.lam.get(h.name)
     return np.zeros(h.size) if lam is None else lam
 
 
@@ -2003,7 +2004,7 @@ class ContactSource(EventSource):
         sol = sim.mech.solution
         out = {}
         for h in self.hinges.values():
-            fn, ft = h.forces(_multipliers_of(sol, h) if sol is not None else np.zeros(h.size))
+            fn, ft = h.forces(_multipliers_of(sol, h))
             if h.mode == "stick":
                 fr = h.tangent_world(ft)
             elif h.mode == "slide":
