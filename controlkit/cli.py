@@ -59,7 +59,7 @@ def _cmd_run(args) -> int:
 def _run_script(path: Path, args) -> int:
     from sim.runner import load_script, run_scenario
     module = load_script(path)
-    options = {}
+    options = _build_options(module.build, args.set or [])
     if args.integrator:
         options["integrator"] = args.integrator
     scn = module.build(**options)
@@ -76,6 +76,30 @@ def _run_script(path: Path, args) -> int:
         plot = folder / f"{scn.name}.png"
     run_scenario(scn, seconds=args.seconds, out=out, html=html, plot=plot, live=args.live, quiet=args.quiet)
     return 0
+
+
+def _build_options(build, settings: list[str]) -> dict:
+    """``NAME=VALUE`` settings as keyword arguments of a script's ``build``: each VALUE a Python
+    literal (``0.1``, ``True``, ``'rk4'``) or else the text itself; a name ``build`` does not take
+    is an error naming the ones it does."""
+    import inspect
+    params = inspect.signature(build).parameters
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    known = [n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    options = {}
+    for item in settings:
+        name, sep, text = item.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise ControlkitError(f"--set {item!r}: expected NAME=VALUE (e.g. --set mass_error=0.1)")
+        if name not in known and not takes_any:
+            raise ControlkitError(f"--set {name}: not an option of this demo; its options: "
+                                  f"{', '.join(known) if known else '(none)'}")
+        try:
+            options[name] = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            options[name] = text  # (a bare word: a name, e.g. an integrator)
+    return options
 
 
 def _cmd_info(args) -> int:
@@ -132,6 +156,8 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--live", action="store_true", help="show a live meshcat view while running")
         sp.add_argument("--integrator", help="euler, semi_implicit_euler, rk4, abm4 or dopri5")
         sp.add_argument("--quiet", action="store_true", help="no progress bar and no printing")
+        sp.add_argument("--set", action="append", metavar="NAME=VALUE",
+                        help="an option of the demo's build() (repeatable), e.g. --set mass_error=0.1")
 
     d = sub.add_parser("demo", help="list the demos, or run one", description="List the demos, or run one.")
     d.add_argument("name", nargs="?", help="demo name (omit to list them)")

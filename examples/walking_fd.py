@@ -7,7 +7,8 @@ forward dynamics, the soles touching the ground through unilateral contacts with
 friction (mu 0.8): heel strikes are impacts and contact events, lift-offs are contacts broken.
 
 Run: ``controlkit demo walking_fd --seconds 6 --html --plot`` (or this file directly).
-``build(mass_error=0.1)`` makes the controller's model of the torso 10% heavier than the robot.
+``build(mass_error=0.1)`` (``--set mass_error=0.1``) makes the controller's model of the torso
+10% heavier than the robot.
 :func:`walking_statistics` computes what the acceptance asks for: steps, heel-strike errors,
 heading drift, torso height and orientation, how far each standing foot slid, and whether the
 heel strikes were impacts and contacts.
@@ -81,7 +82,10 @@ def build(integrator: str = "semi_implicit_euler", dt: float = 1e-3, mass_error:
         ("knee torques", 0, "left knee torque"), ("knee torques", 1, "right knee torque"),
         ("ankle pitch torques", 0, "left ankle pitch torque"),
     ]
-    return Scenario("walking_fd", "the thesis biped walking by forward dynamics on real contact (1 kHz QP)",
+    title = "the thesis biped walking by forward dynamics on real contact (1 kHz QP)"
+    if mass_error:
+        title += f", the controller's torso model {mass_error:+.0%} in mass"
+    return Scenario("walking_fd", title,
                     sim, 20.0, model={"factory": "robots:biped", "kwargs": {"with_ground": True}}, panels=panels,
                     html={"traces": {"left heel": "left heel", "right heel": "right heel"}},
                     summary=lambda rec: format_contact_walking_statistics(walking_statistics(rec)),

@@ -88,6 +88,27 @@ def test_run_executes_a_users_script(tmp_path):
     assert "samples 51" in p.stdout
 
 
+def test_set_passes_options_to_build_and_names_the_valid_ones(tmp_path):
+    """``--set NAME=VALUE``: VALUE a Python literal (or else the text), for any option of build()."""
+    script = tmp_path / "opts.py"
+    script.write_text(
+        "import robots\n"
+        "from sim.runner import Scenario\n"
+        "from sim.simulator import Simulator\n"
+        "def build(integrator='rk4', dt=2e-3, label='plain', damped=False):\n"
+        "    b = robots.four_bar()\n"
+        "    sim = Simulator(b.mechanism, b.q0, b.v0, dt=dt, integrator=integrator)\n"
+        "    what = f'{label} {type(dt).__name__} {damped!r}'\n"
+        "    return Scenario('opts', 'four-bar', sim, 0.1, summary=lambda r: f'{what} samples {len(r)}')\n")
+    p = run("run", str(script), "--set", "dt=1e-2", "--set", "label=tuned", "--set", "damped=True")
+    assert "tuned float True samples 11" in p.stdout  # 0.1 s at 10 ms
+    bad = run("run", str(script), "--set", "gain=2", check=False)
+    assert bad.returncode == 1 and "--set gain: not an option" in bad.stderr
+    assert "integrator, dt, label, damped" in bad.stderr
+    bad = run("run", str(script), "--set", "dt", check=False)
+    assert bad.returncode == 1 and "expected NAME=VALUE" in bad.stderr
+
+
 def test_the_coroutine_example_is_short_and_reaches_its_phase_change(tmp_path):
     from pathlib import Path
     src = Path(__file__).resolve().parents[1] / "examples" / "ur5_phases.py"
