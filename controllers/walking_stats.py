@@ -107,7 +107,8 @@ def _rows(rows) -> str:
 def _common_rows(s: dict) -> list:
     return [
         ("steps (heel strikes)", f"{s['steps']} in {s['simulated_time']:.3g} s"),
-        ("largest heel-strike error", f"{100 * s['max_strike_error']:.2f} cm from its target"),
+        ("largest heel-strike error", f"{100 * s['max_strike_error']:.2f} cm from its target"
+         if s["steps"] else "- (no heel strike yet)"),
         ("heading drift", f"{s['heading_drift_deg']:.2f} deg (path {s['path_heading_deg']:.2f}, "
                           f"torso yaw {s['max_yaw_deg']:.2f})"),
         ("torso height", f"{s['torso_height_mean']:.3f} m, within {100 * s['torso_height_spread']:.2f} cm "

@@ -88,13 +88,23 @@ def build(integrator: str = "semi_implicit_euler", dt: float = 1e-3, mass_error:
     return Scenario("walking_fd", title,
                     sim, 20.0, model={"factory": "robots:biped", "kwargs": {"with_ground": True}}, panels=panels,
                     html={"traces": {"left heel": "left heel", "right heel": "right heel"}},
-                    summary=lambda rec: format_contact_walking_statistics(walking_statistics(rec)),
+                    summary=lambda rec: format_contact_walking_statistics(walking_statistics(rec)) + "\n"
+                    + servo_time(servo, rec),
                     info={"servo": servo, "plan": plan, "contacts": src})
 
 
 def walking_statistics(rec) -> dict:
     """Acceptance figures of the walk (:func:`controllers.walking_stats.contact_walking_statistics`)."""
     return contact_walking_statistics(rec, FEET)
+
+
+def servo_time(servo, rec) -> str:
+    """The servo's own solves (on its model: not in the run's solve/assembly/kernel lines) as a line."""
+    T = servo.cm.times
+    wall = T.pinocchio + T.assembly + T.solve
+    share = wall / rec.stats["wall_time"] if rec.stats.get("wall_time") else 0.0
+    return (f"servo (1 kHz QP)                 {servo.solves} solves, {1e6 * wall / max(servo.solves, 1):.0f} us each, "
+            f"{wall:.3f} s ({share:.0%} of wall time)")
 
 
 if __name__ == "__main__":

@@ -201,3 +201,18 @@ def test_new_torques_at_the_same_state_solve_as_a_fresh_assembly(walks):
                 np.testing.assert_allclose(mine.lam[name], ref.lam[name], atol=1e-7 * (1 + np.abs(ref.lam[name]).max()))
         first = mech._solver_factors.get("delassus", (first,))[0]
     sim.solve_now()
+
+
+def test_the_summary_gives_the_servos_own_solves_and_no_strike_error_before_a_strike(walks):
+    """The run's solve/assembly/kernel lines are the simulation's; the servo's solves on its own
+    model get their own line (one per 1 ms tick). Before any heel strike there is no strike error
+    to give (not 'nan cm')."""
+    scn, rec, s = walks[0.0]
+    line = EXAMPLE.servo_time(scn.info["servo"], rec)
+    solves = int(re.search(r"(\d+) solves", line).group(1))
+    assert solves == scn.info["servo"].solves and abs(solves - 1000 * T) <= 2
+    share = int(re.search(r"\((\d+)% of wall time\)", line).group(1))
+    assert 5 <= share <= 95
+    short = EXAMPLE.build()
+    text = short.summary(short.sim.run(0.05))
+    assert "- (no heel strike yet)" in text and "nan" not in text
