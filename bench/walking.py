@@ -57,7 +57,7 @@ class _Clock:
         self.depth = 0
 
     def _evals(self):
-        return sum(m.times.pinocchio + m.times.assembly + m.times.solve for m in self.mechs)
+        return sum(m.times.total for m in self.mechs)
 
     def wrap(self, obj, attr, part):
         fn = getattr(obj, attr)
@@ -117,8 +117,7 @@ def run(part: int, seconds: float, integrator: str, dt: float, profile: bool = F
     servo_times = None
     if servo is not None:
         T = servo.times
-        servo_times = {"solves": T.calls, "us_per_solve": 1e6 * (T.pinocchio + T.assembly + T.solve) / max(T.calls, 1),
-                       "wall_s": T.pinocchio + T.assembly + T.solve}
+        servo_times = {"solves": T.calls, "us_per_solve": 1e6 * T.total / max(T.calls, 1), "wall_s": T.total}
         log = scn.info["servo"].torque_log
         if log is not None and len(log) > 1:
             servo_times["torque_steps_Nm"] = _torque_steps(log)

@@ -37,6 +37,11 @@ class KernelTimes:
     solve: float = 0.0
     calls: int = 0
 
+    @property
+    def total(self) -> float:
+        """Kernels, assembly and solves together (s)."""
+        return self.pinocchio + self.assembly + self.solve
+
 
 class Mechanism:
     """A Pinocchio model with geometry, actuated joints, model constraints and a state.

@@ -194,12 +194,14 @@ def contact_walking_statistics(rec, feet: dict[str, str], fallen_height: float =
     }
 
 
-def format_contact_walking_statistics(s: dict) -> str:
-    """The figures of :func:`contact_walking_statistics` as readable lines."""
+def format_contact_walking_statistics(s: dict, extra: tuple[tuple[str, str], ...] | list = ()) -> str:
+    """The figures of :func:`contact_walking_statistics` as readable lines, then the ``extra``
+    (label, text) rows aligned with them."""
     return _rows(_common_rows(s) + [
         ("torso orientation", f"roll within {s['max_roll_deg']:.2f} deg, pitch within {s['max_pitch_deg']:.2f} deg"),
         ("fell", "yes" if s["fell"] else "no"),
         ("largest slip of a standing foot", f"{1000 * s['max_stance_slip']:.2f} mm over {len(s['stances'])} stances"),
         ("heel strikes", f"{s['strike_impacts']} with an impact, {s['strike_contacts']} with a contact made"),
         ("events", ", ".join(f"{k} {v}" for k, v in sorted(s["events"].items()))),
+        *extra,
     ])
