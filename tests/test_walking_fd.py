@@ -211,8 +211,8 @@ def test_the_summary_gives_the_servos_own_solves_and_no_strike_error_before_a_st
     line = EXAMPLE.servo_time(scn.info["servo"], rec)
     solves = int(re.search(r"(\d+) solves", line).group(1))
     assert solves == scn.info["servo"].solves and abs(solves - 1000 * T) <= 2
-    share = int(re.search(r"\((\d+)% of wall time\)", line).group(1))
-    assert 5 <= share <= 95
+    # the time is the servo model's own (a timing, so only its source is checked here, not its size)
+    assert f"{scn.info['servo'].cm.times.total:.3f} s (" in line and "% of wall time)" in line
     short = EXAMPLE.build()
     text = short.summary(short.sim.run(0.05))
     assert "- (no heel strike yet)" in text and "nan" not in text
