@@ -140,7 +140,7 @@ def _cmd_replay(args) -> int:
 
 
 def _cmd_compare(args) -> int:
-    from sim.compare import main as compare_main
+    from .studies.compare import main as compare_main
     return compare_main([args.task, *args.rest])
 
 
