@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import controlkit
+import controlkit.cli
 from controlkit.cli import main
 from controlkit.recording import Recording
 from controlkit.studies.specs import Axis, Draw, SpecError, expand, parse_setting
@@ -91,26 +92,26 @@ def _rows(folder) -> dict[str, dict]:
 def test_grid_on_the_local_cluster_resumes_and_keeps_failing_runs_as_rows(tmp_path):
     out = tmp_path / "sweep"
     code, printed, _ = cli("sweep", "thesis_pendulum", "--seconds", str(SECONDS), "--set", "integrator=rk4,euler",
-                           "--set", "dt=" + ",".join(map(str, DTS)), "--metric", "steps", "--out", str(out),
+                           "--set", "dt=" + ",".join(map(str, DTS)), "--metric", "sim.steps", "--out", str(out),
                            "--keep-recordings", "--quiet")
     assert code == 0 and printed == ""
     table = Table.from_csv(out / "results.csv", ["integrator", "dt"])
     assert len(table) == 6 and not table.failed
     assert [(r["integrator"], r["dt"]) for r in table] == [(i, dt) for i in ("rk4", "euler") for dt in DTS]
     # the runs really ran with those options: the steps taken are the duration over the step
-    assert list(table["steps"]) == [round(SECONDS / dt) for _ in range(2) for dt in DTS]
+    assert list(table["sim.steps"]) == [round(SECONDS / dt) for _ in range(2) for dt in DTS]
     # rk4 evaluates 4 derivatives per step, euler one (plus the initial solve)
-    evals = table["evaluations"] / table["steps"]
+    evals = table["sim.evaluations"] / table["sim.steps"]
     assert np.all(np.abs(evals[:3] - 4) < 0.5) and np.all(np.abs(evals[3:] - 1) < 0.5)
     assert len(set(table["run"])) == 6 and all(r["worker"].startswith("tcp://") for r in table)
     for r in table:
         rec = Recording.load(out / "runs" / f"{r['run']}.npz")
         assert rec.t[-1] == pytest.approx(SECONDS)
-    assert (out / "map_steps.png").read_bytes()[:4] == b"\x89PNG"
+    assert (out / "map_sim.steps.png").read_bytes()[:4] == b"\x89PNG"
 
     before = {k: (out / "rows" / f"{k}.json").stat().st_mtime_ns for k in _rows(out)}
     code, printed, _ = cli("sweep", "thesis_pendulum", "--seconds", str(SECONDS), "--set", "integrator=rk4,euler",
-                           "--set", "dt=" + ",".join(map(str, DTS)), "--metric", "steps", "--out", str(out))
+                           "--set", "dt=" + ",".join(map(str, DTS)), "--metric", "sim.steps", "--out", str(out))
     assert code == 0 and "6 runs, 6 already done" in printed and "Dask" not in printed  # no cluster started
     assert {k: (out / "rows" / f"{k}.json").stat().st_mtime_ns for k in _rows(out)} == before
     assert Table.from_csv(out / "results.csv", ["integrator", "dt"]).rows == table.rows
@@ -124,9 +125,23 @@ def test_grid_on_the_local_cluster_resumes_and_keeps_failing_runs_as_rows(tmp_pa
     bad = table3.rows[6:]
     assert [r["integrator"] for r in bad] == ["bogus"] * 3
     assert all(r["error"].startswith("UnknownNameError: unknown integrator 'bogus'") for r in bad)
-    assert all(np.isnan(r) for r in table3["steps"][6:]) and table3.failed == bad
+    assert all(np.isnan(r) for r in table3["sim.steps"][6:]) and table3.failed == bad
 
-    code, printed, _ = cli("sweep", "--report", str(out), "--metric", "real_time_factor")
-    assert code == 0 and "map_real_time_factor.png" in printed
-    code, _, err = cli("sweep", "--report", str(out), "--metric", "stepz")
-    assert code == 1 and "Did you mean 'steps'" in err
+    code, printed, _ = cli("sweep", "--report", str(out), "--metric", "sim.real_time_factor")
+    assert code == 0 and "map_sim.real_time_factor.png" in printed
+    code, _, err = cli("sweep", "--report", str(out), "--metric", "sim.stepz")
+    assert code == 1 and "Did you mean 'sim.steps'" in err
+
+
+def test_walking_robustness_example_rows_are_walks_with_their_mass_error_and_friction(tmp_path):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("walking_robustness", controlkit.cli.EXAMPLES / "walking_robustness.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    table = example.study(tmp_path, seconds=0.3, mass_error="0,0.1", mu="0.8", quiet=True, workers=1)
+    assert [(r["mass_error"], r["mu"]) for r in table] == [(0.0, 0.8), (0.1, 0.8)] and not table.failed
+    # 0.3 s is inside the weight shift: standing, no step yet, torso at its height
+    assert list(table["fell"]) == [0, 0] and list(table["steps"]) == [0, 0]
+    assert np.all(table["torso_height_mean"] > 1.0) and np.all(table["max_stance_slip"] < 1e-3)
+    assert "mu 0.80: walks with mass errors +0% to +10% (2 of 2)" in example.summary(table)
+    assert (tmp_path / "map_max_stance_slip.png").is_file() and (tmp_path / "map_fell.png").is_file()

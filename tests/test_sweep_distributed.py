@@ -96,8 +96,8 @@ def test_killed_worker_runs_are_retried_and_every_row_is_present_once(dask_clust
         rows = list(csv.DictReader(f))
     assert sorted(float(r["dt"]) for r in rows) == DTS  # every run, once
     assert len({r["run"] for r in rows}) == len(DTS) == len(list((out / "rows").glob("*.json")))
-    assert all(r["error"] == "" and float(r["simulated_time"]) == pytest.approx(1.0) for r in rows)
-    assert all(abs(float(r["steps"]) - 1 / float(r["dt"])) <= 1 for r in rows)
+    assert all(r["error"] == "" and float(r["sim.simulated_time"]) == pytest.approx(1.0) for r in rows)
+    assert all(abs(float(r["sim.steps"]) - 1 / float(r["dt"])) <= 1 for r in rows)
     # the run the kill cut short (and any the scheduler had queued on the victim) ran on the survivor
     assert all(r["worker"] == survivor_address for r in rows if f"controlkit-run-{r['run']}" in running)
     by = [r["worker"] for r in rows]

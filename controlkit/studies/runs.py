@@ -22,7 +22,7 @@ import numpy as np
 
 #: the columns every row has, before the options and the metrics
 FIXED = ("run", "seed", "wall_time", "worker", "error")
-#: run_statistics keys that become metrics (the run's own wall time is the row's ``wall_time``)
+#: run_statistics keys that become ``sim.`` metrics (the run's own wall time is the row's ``wall_time``)
 GENERIC = ("real_time_factor", "simulated_time", "steps", "evaluations", "event_count", "solve_time")
 
 
@@ -58,14 +58,16 @@ def flat_metrics(values: dict, prefix: str = "") -> dict:
 
 
 def _metrics(module, rec) -> dict:
-    """The generic run statistics, then the script's own ``metrics(recording)`` if it defines one."""
+    """The script's own ``metrics(recording)`` if it defines one, then the simulator's statistics
+    (:func:`controlkit.report.run_statistics`) as ``sim.<name>`` (``sim.steps``, ``sim.events.impact``):
+    a script's ``steps`` (a walk's) never collides with the integrator's."""
     from controlkit.report import run_statistics
     stats = run_statistics(rec)
     out = {k: stats[k] for k in GENERIC if stats.get(k) is not None}
     out["events"] = stats["events"]
     own = getattr(module, "metrics", None)
     mine = flat_metrics(own(rec)) if callable(own) else {}
-    return {**mine, **flat_metrics(out)}
+    return {**mine, **flat_metrics(out, "sim.")}
 
 
 def _worker_name() -> str:

@@ -213,6 +213,10 @@ def _execute(todo: list[dict], out: Path, scheduler, workers, connect_timeout, q
                 continue
             _store(row, out)
             fut.release()
+    except KeyboardInterrupt:
+        done = sum((out / "rows" / f"{t['run']}.json").is_file() for t in todo)
+        raise SweepError(f"interrupted with {done} of {_runs(len(todo))} done (kept in {out / 'rows'}); "
+                         "the same sweep again resumes") from None
     finally:
         client.close()
         if cluster is not None:
