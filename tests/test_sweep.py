@@ -145,3 +145,12 @@ def test_walking_robustness_example_rows_are_walks_with_their_mass_error_and_fri
     assert np.all(table["torso_height_mean"] > 1.0) and np.all(table["max_stance_slip"] < 1e-3)
     assert "mu 0.80: walks with mass errors +0% to +10% (2 of 2)" in example.summary(table)
     assert (tmp_path / "map_max_stance_slip.png").is_file() and (tmp_path / "map_fell.png").is_file()
+
+
+def test_the_core_and_the_sweep_api_import_no_simulator_layers():
+    import subprocess
+    import sys
+    code = ("import sys, controlkit, controlkit.studies; controlkit.sweep; "
+            "print(sorted(m for m in ('sim', 'robots', 'controllers', 'distributed') if m in sys.modules))")
+    printed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert printed.strip() == "[]"

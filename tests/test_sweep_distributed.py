@@ -1,5 +1,6 @@
 """The distributed path for real: `dask scheduler` and two `dask worker` processes on 127.0.0.1,
-a sweep sent to them with --scheduler, one worker killed mid-sweep; every row arrives exactly once.
+a Monte Carlo sweep sent to them with --scheduler, one worker killed mid-sweep; every row arrives
+exactly once.
 """
 from __future__ import annotations
 
@@ -15,7 +16,10 @@ from pathlib import Path
 
 import pytest
 
-DTS = [round(1e-3 + k * 2e-5, 12) for k in range(12)]  # 12 runs of ~0.3 s (rk4, 1 simulated second)
+from controlkit.studies.specs import expand, parse_setting
+
+RUNS = 12  # random samples of the step, each ~0.3 s of work (rk4, 1 simulated second)
+DT = "dt=uniform(1e-3,1.25e-3)"
 
 
 def _free_port() -> int:
@@ -72,7 +76,7 @@ def test_killed_worker_runs_are_retried_and_every_row_is_present_once(dask_clust
     victim_address, victim = workers["w0"]
     survivor_address = workers["w1"][0]
     cmd = [sys.executable, "-m", "controlkit.cli", "sweep", "thesis_pendulum", "--seconds", "1",
-           "--set", "integrator=rk4", "--set", "dt=" + ",".join(map(str, DTS)), "--out", str(out),
+           "--set", "integrator=rk4", "--set", DT, "--samples", str(RUNS), "--seed", "3", "--out", str(out),
            "--scheduler", address]
     with (tmp_path / "sweep.log").open("w") as log:
         sweep = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
@@ -90,15 +94,17 @@ def test_killed_worker_runs_are_retried_and_every_row_is_present_once(dask_clust
             assert sweep.wait(timeout=120) == 0, (tmp_path / "sweep.log").read_text()
         finally:
             _stop([sweep])
-    assert 2 <= done_at_kill < len(DTS) and running
+    assert 2 <= done_at_kill < RUNS and running
     assert victim.poll() is not None  # the victim is gone
     with (out / "results.csv").open() as f:
         rows = list(csv.DictReader(f))
-    assert sorted(float(r["dt"]) for r in rows) == DTS  # every run, once
-    assert len({r["run"] for r in rows}) == len(DTS) == len(list((out / "rows").glob("*.json")))
+    drawn = {seed: options["dt"] for options, seed in expand([parse_setting(DT)], RUNS, seed=3)}
+    assert sorted(int(r["seed"]) for r in rows) == list(range(3, 3 + RUNS))  # every run, once
+    assert all(float(r["dt"]) == drawn[int(r["seed"])] for r in rows)
+    assert len({r["run"] for r in rows}) == RUNS == len(list((out / "rows").glob("*.json")))
     assert all(r["error"] == "" and float(r["sim.simulated_time"]) == pytest.approx(1.0) for r in rows)
     assert all(abs(float(r["sim.steps"]) - 1 / float(r["dt"])) <= 1 for r in rows)
     # the run the kill cut short (and any the scheduler had queued on the victim) ran on the survivor
     assert all(r["worker"] == survivor_address for r in rows if f"controlkit-run-{r['run']}" in running)
     by = [r["worker"] for r in rows]
-    assert set(by) <= {victim_address, survivor_address} and by.count(survivor_address) > len(DTS) // 2
+    assert set(by) <= {victim_address, survivor_address} and by.count(survivor_address) > RUNS // 2

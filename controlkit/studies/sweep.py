@@ -185,8 +185,8 @@ def _client(scheduler: str | None, workers: int | None, connect_timeout: float):
                              "prints, or omit --scheduler to run on this machine") from None
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     n = workers or cores
-    dashboard = ":0" if find_spec("bokeh") else None  # a free port; without bokeh there is no dashboard
-    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=dashboard,
+    # the dashboard on a free port (its status pages need bokeh; the /info pages do not)
+    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
                            silence_logs=logging.ERROR)
     return Client(cluster), cluster
 
@@ -199,7 +199,9 @@ def _execute(todo: list[dict], out: Path, scheduler, workers, connect_timeout, q
     transient = {}
     try:
         if not quiet:
-            link = client.dashboard_link if find_spec("bokeh") else None
+            link = client.dashboard_link
+            if link and not find_spec("bokeh"):
+                link = link.rsplit("/", 1)[0] + "/info/main/workers.html (the status pages need bokeh)"
             print(f"Dask: {len(client.scheduler_info().get('workers', {}))} workers at {client.scheduler.address}"
                   + (f", dashboard {link}" if link else ""))
         futures = {client.submit(run_one, t, key=f"controlkit-run-{t['run']}", pure=False): t for t in todo}
