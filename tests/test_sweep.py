@@ -135,7 +135,8 @@ def test_grid_on_the_local_cluster_resumes_and_keeps_failing_runs_as_rows(tmp_pa
 
 def test_walking_robustness_example_rows_are_walks_with_their_mass_error_and_friction(tmp_path):
     import importlib.util
-    spec = importlib.util.spec_from_file_location("walking_robustness", controlkit.cli.EXAMPLES / "walking_robustness.py")
+    path = controlkit.cli.EXAMPLES / "walking_robustness.py"
+    spec = importlib.util.spec_from_file_location("walking_robustness", path)
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)
     table = example.study(tmp_path, seconds=0.3, mass_error="0,0.1", mu="0.8", quiet=True, workers=1)

@@ -46,7 +46,6 @@ from controlkit.quantities import FramePoint
 from controllers.arm import (CirclePath, JointLimits, PathError, SolvedAccelerations, redundant_arm_program,
                              smooth_ramp, tracking_program)
 from controllers.forward import computed_torque, joint_pd_gravity
-
 from sim.simulator import Simulator
 
 DEFAULT_CLOCKS = (1e-3, 4e-3, 1e-2)  # s: 1 kHz, 250 Hz, 100 Hz

@@ -7,7 +7,6 @@ raises is a row with its ``error``; the worker process lives on.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import inspect
 import math
 import os

@@ -121,7 +121,7 @@ def parse_setting(item: str) -> Axis | Draw:
         if dist == "normal" and b < 0:
             raise _bad(item, "normal(MEAN,SD) needs SD >= 0")
         return Draw(name, dist, float(a), float(b))
-    if ":" in text and not text.strip()[:1] in "'\"":
+    if ":" in text and text.strip()[:1] not in "'\"":
         parts = text.split(":")
         if len(parts) != 3:
             raise _bad(item, "a range is START:STOP:COUNT")

@@ -141,11 +141,12 @@ def sweep(target: str, settings: Sequence[str] | Mapping[str, object], *, out: s
     _writable(out)
     code = code_version(path)
     source = path.read_text()
-    tasks = []
+    tasks = {}  # by key: a value listed twice is one run
     for options, run_seed in expand(parsed, samples, seed):
         key = run_key(name, options, seconds, run_seed, code)
-        tasks.append({"run": key, "path": str(path), "source": source, "options": options, "seconds": seconds,
-                      "seed": run_seed, "keep": keep_recordings})
+        tasks.setdefault(key, {"run": key, "path": str(path), "source": source, "options": options,
+                               "seconds": seconds, "seed": run_seed, "keep": keep_recordings})
+    tasks = list(tasks.values())
     params = [s.name for s in parsed]
     grid = [s.name for s in parsed if isinstance(s, Axis)]
     _write_json(out / "sweep.json", {"target": name, "path": str(path), "settings": [repr(s) for s in parsed],
