@@ -149,10 +149,10 @@ def _cmd_sweep(args) -> int:
     if args.report:
         report(args.report, args.metric or (), quiet=args.quiet)
         return 0
-    if not args.target or not args.out or not args.set:
-        raise ControlkitError("sweep: give a demo or script, --set NAME=SPEC (one or more) and --out DIR "
-                              "(or --report DIR to redraw a finished sweep)")
-    sweep(args.target, args.set, out=args.out, seconds=args.seconds, samples=args.samples, seed=args.seed,
+    if not args.target or not args.out or not (args.set or args.samples > 1):
+        raise ControlkitError("sweep: give a demo or script, --set NAME=SPEC (one or more) or --samples N, and "
+                              "--out DIR (or --report DIR to redraw a finished sweep)")
+    sweep(args.target, args.set or [], out=args.out, seconds=args.seconds, samples=args.samples, seed=args.seed,
           metrics=args.metric or (), scheduler=args.scheduler, workers=args.workers,
           keep_recordings=args.keep_recordings, quiet=args.quiet, connect_timeout=args.connect_timeout)
     return 0

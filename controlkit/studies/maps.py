@@ -1,7 +1,8 @@
 """Robustness maps: one metric of a sweep over one or two of its parameters, as a PNG.
 
 Two grid parameters: a heatmap of the metric's median over the runs in each cell (samples and
-any further parameters), each cell labelled with its value, cells whose runs all failed grey.
+any further parameters), each cell labelled with its value, cells whose runs all failed grey;
+the colour scale is logarithmic when the values are positive and span more than two decades.
 One parameter: the median as a line with the minimum and maximum over samples. Random
 (continuous) parameters: the runs as points coloured by the metric.
 """
@@ -39,6 +40,14 @@ def _label(v) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
+def _norm(values: np.ndarray):
+    """Colour scale: logarithmic when the values are positive and span more than two decades."""
+    from matplotlib.colors import LogNorm, Normalize
+    if len(values) and values.min() > 0 and values.max() > 100 * values.min():
+        return LogNorm(values.min(), values.max())
+    return Normalize(values.min(), values.max()) if len(values) else Normalize()
+
+
 def _heatmap(ax, fig, table: Table, x: str, y: str, metric: str) -> None:
     xs, ys = _values(table, x), _values(table, y)
     if _numeric(xs):
@@ -51,14 +60,15 @@ def _heatmap(ax, fig, table: Table, x: str, y: str, metric: str) -> None:
         if vals:
             grid[ys.index(b), xs.index(a)] = float(np.median(vals))
     ax.set_facecolor("0.8")  # all runs of a cell failed
-    im = ax.imshow(np.ma.masked_invalid(grid), origin="lower", aspect="auto", cmap="viridis")
     finite = grid[np.isfinite(grid)]
-    mid = (finite.min() + finite.max()) / 2 if len(finite) else 0.0
+    norm = _norm(finite)
+    im = ax.imshow(np.ma.masked_invalid(grid), origin="lower", aspect="auto", cmap="viridis", norm=norm)
+    mid = norm(np.median(finite)) if len(finite) else 0.0
     for i in range(len(ys)):
         for j in range(len(xs)):
             v = grid[i, j]
             ax.text(j, i, "failed" if not np.isfinite(v) else f"{v:.3g}", ha="center", va="center", fontsize=7,
-                    color="black" if not np.isfinite(v) or v > mid else "white")
+                    color="black" if not np.isfinite(v) or norm(v) > max(mid, 0.5) else "white")
     ax.set_xticks(range(len(xs)), [_label(v) for v in xs], rotation=45 if len(xs) > 6 else 0)
     ax.set_yticks(range(len(ys)), [_label(v) for v in ys])
     ax.set_xlabel(x)
