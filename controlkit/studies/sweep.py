@@ -186,9 +186,10 @@ def _client(scheduler: str | None, workers: int | None, connect_timeout: float):
                              "prints, or omit --scheduler to run on this machine") from None
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     n = workers or cores
-    # the dashboard on a free port (its status pages need bokeh; the /info pages do not)
+    # the dashboard on a free port (its status pages need bokeh; the /info pages do not); workers' logs
+    # silenced: a failing run is a row, a lost worker a rerun, and closing makes heartbeat noise
     cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
-                           silence_logs=logging.ERROR)
+                           silence_logs=logging.CRITICAL)
     return Client(cluster), cluster
 
 
