@@ -155,3 +155,17 @@ def test_the_core_and_the_sweep_api_import_no_simulator_layers():
             "print(sorted(m for m in ('sim', 'robots', 'controllers', 'distributed') if m in sys.modules))")
     printed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert printed.strip() == "[]"
+
+
+def test_a_run_on_a_machine_without_the_script_uses_the_source_shipped_with_it(tmp_path):
+    from controlkit.studies.runs import run_one
+    source = (controlkit.cli.EXAMPLES / "thesis_pendulum.py").read_text()
+    task = {"run": "x", "path": str(tmp_path / "elsewhere" / "pendulum_study.py"), "source": source,
+            "options": {"integrator": "euler", "dt": 5e-3}, "seconds": 0.05, "seed": 1, "keep": True}
+    row = run_one(task)
+    assert row["error"] == "" and row["sim.steps"] == 10 and row["integrator"] == "euler"
+    rec_path = tmp_path / "run.npz"
+    rec_path.write_bytes(row["_recording"])
+    assert Recording.load(rec_path).t[-1] == pytest.approx(0.05)
+    failed = run_one({**task, "options": {"dt": "fast"}})
+    assert failed["error"].startswith("TypeError") and "Traceback" in failed["_traceback"]
