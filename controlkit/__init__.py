@@ -8,3 +8,11 @@ import os as _os
 
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     _os.environ.setdefault(_var, "1")
+
+
+def __getattr__(name: str):
+    # controlkit.sweep is the studies layer's (it imports sim when it runs): loaded on first use
+    if name == "sweep":
+        from .studies.sweep import sweep
+        return sweep
+    raise AttributeError(f"module 'controlkit' has no attribute {name!r}")

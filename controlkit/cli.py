@@ -140,8 +140,45 @@ def _cmd_replay(args) -> int:
 
 
 def _cmd_compare(args) -> int:
-    from sim.compare import main as compare_main
+    from .studies.compare import main as compare_main
     return compare_main([args.task, *args.rest])
+
+
+def _cmd_sweep(args) -> int:
+    from .studies.sweep import report, sweep
+    if args.report:
+        report(args.report, args.metric or (), quiet=args.quiet)
+        return 0
+    if not args.target or not args.out or not (args.set or args.samples > 1):
+        raise ControlkitError("sweep: give a demo or script, --set NAME=SPEC (one or more) or --samples N, and "
+                              "--out DIR (or --report DIR to redraw a finished sweep)")
+    sweep(args.target, args.set or [], out=args.out, seconds=args.seconds, samples=args.samples, seed=args.seed,
+          metrics=args.metric or (), scheduler=args.scheduler, workers=args.workers,
+          keep_recordings=args.keep_recordings, quiet=args.quiet, connect_timeout=args.connect_timeout)
+    return 0
+
+
+def _sweep_parser(sub) -> None:
+    s = sub.add_parser("sweep", help="run a demo or script over a grid or random samples of its options (Dask)",
+                       description="Run a demo's or script's build() over a grid (NAME=START:STOP:COUNT, "
+                                   "NAME=V1,V2,...) or random samples (NAME=uniform(LO,HI), normal(MEAN,SD), "
+                                   "loguniform(LO,HI)) of its options on Dask; write DIR/results.csv and "
+                                   "robustness maps. Finished runs are skipped when the sweep is run again.")
+    s.add_argument("target", nargs="?", help="a demo name or a script defining build(**options)")
+    s.add_argument("--set", action="append", metavar="NAME=SPEC", help="an option and its values (repeatable)")
+    s.add_argument("--seconds", type=float, help="simulated time per run (s); default the demo's own")
+    s.add_argument("--samples", type=int, default=1, help="runs per grid point, random options drawn anew")
+    s.add_argument("--seed", type=int, default=0, help="seed of the first sample (sample k: seed + k)")
+    s.add_argument("--metric", action="append", help="a metric to map (repeatable; default the first)")
+    s.add_argument("--out", help="output folder (results.csv, maps, rows/ of finished runs)")
+    s.add_argument("--scheduler", help="a running Dask scheduler, e.g. tcp://host:8786 (default: a local "
+                                       "cluster, one worker process per core)")
+    s.add_argument("--workers", type=int, help="worker processes of the local cluster (default one per core)")
+    s.add_argument("--connect-timeout", type=float, default=10.0, help="seconds to wait for --scheduler")
+    s.add_argument("--keep-recordings", action="store_true", help="write each run's recording to DIR/runs/")
+    s.add_argument("--report", metavar="DIR", help="redraw the maps of a finished sweep in DIR")
+    s.add_argument("--quiet", action="store_true", help="no progress bar and no printing")
+    s.set_defaults(fn=_cmd_sweep)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -184,6 +221,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("task", help="redundant_arm, panda_circle, ur5_circle or biped_stance")
     c.add_argument("rest", nargs=argparse.REMAINDER, help="options passed on (--out DIR, --duration S, ...)")
     c.set_defaults(fn=_cmd_compare)
+    _sweep_parser(sub)
     return p
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.compare import ROBOT_CIRCLES, TaskSetup, circle_setup
+from controlkit.studies.compare import ROBOT_CIRCLES, TaskSetup, circle_setup
 from sim.runner import Scenario
 from sim.simulator import Simulator
 from controlkit.quantities import FramePoint

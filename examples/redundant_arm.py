@@ -52,7 +52,7 @@ from controlkit.errors import ControlkitError
 from controlkit.quantities import FramePoint
 from controllers.arm import (COSTS, JointAngles, Manipulability, PathError, PointAcceleration, SolvedAccelerations,
                              reach_path, redundant_arm_program, stop_when_unsafe)
-from sim.compare import ARM_CIRCLE, arm_circle
+from controlkit.studies.compare import ARM_CIRCLE, arm_circle
 from sim.runner import Scenario
 from sim.simulator import Simulator
 

@@ -30,7 +30,7 @@ MU = 0.8
 
 
 def build(integrator: str = "semi_implicit_euler", dt: float = 1e-3, mass_error: float = 0.0,
-          steps: int = STEPS) -> Scenario:
+          steps: int = STEPS, mu: float = MU) -> Scenario:
     """The walking scenario.
 
     Args:
@@ -40,6 +40,8 @@ def build(integrator: str = "semi_implicit_euler", dt: float = 1e-3, mass_error:
             (tests/test_walking_fd.py compares them).
         mass_error: relative error of the controller's model of the torso's mass (and inertia).
         steps: how many steps the walking program plans.
+        mu: the soles' friction coefficient on the ground (static and kinetic); the servo's
+            friction pyramid keeps its own 0.8.
     """
     built = robots.biped(with_ground=True)
     mech = built.mechanism
@@ -64,7 +66,7 @@ def build(integrator: str = "semi_implicit_euler", dt: float = 1e-3, mass_error:
     sim = Simulator(mech, built.q0, np.zeros(mech.nv), dt=dt, integrator=integrator, record=record,
                     record_every=max(1, round(0.01 / dt)))
     servo, plan = walker(sim, built, model, steps)
-    src = enable_contacts(sim, friction=MU, pairs=[(foot, "ground") for foot in FEET])
+    src = enable_contacts(sim, friction=mu, pairs=[(foot, "ground") for foot in FEET])
     for foot in FEET:
         sim.record_quantities[f"{foot} contact force"] = src.force_probe(sim, foot, "ground")
     units = {"left heel": "m", "right heel": "m", "left sole": "m", "right sole": "m", "torso position": "m",
@@ -96,6 +98,14 @@ def build(integrator: str = "semi_implicit_euler", dt: float = 1e-3, mass_error:
 def walking_statistics(rec) -> dict:
     """Acceptance figures of the walk (:func:`controllers.walking_stats.contact_walking_statistics`)."""
     return contact_walking_statistics(rec, FEET)
+
+
+def metrics(rec) -> dict:
+    """One walk as a sweep's row (``controlkit sweep walking_fd``): fell, steps, worst heel-strike
+    error (m), worst stance slip (m), torso roll and pitch (deg), heading drift (deg)."""
+    s = walking_statistics(rec)
+    return {k: s[k] for k in ("fell", "steps", "max_strike_error", "max_stance_slip", "max_roll_deg",
+                              "max_pitch_deg", "heading_drift_deg", "torso_height_mean")}
 
 
 def servo_time(servo, rec) -> str:

@@ -15,7 +15,7 @@ from controlkit.quantities import FramePoint
 from controllers.arm import (COSTS, CirclePath, JointAngles, JointLimits, LinePath, Manipulability,
                              PointAcceleration, add_joint_limits, best_manipulability, manipulability,
                              reach_path, redundant_arm_program, smooth_ramp)
-from sim.compare import circle_setup
+from controlkit.studies.compare import circle_setup
 from sim.runner import load_script
 from sim.simulator import Simulator
 

@@ -1,4 +1,4 @@
-"""Forward versus inverse dynamic control (sim/compare.py) on the redundant arm's circle and the biped's stance."""
+"""Forward versus inverse dynamic control (controlkit/studies/compare.py) on the redundant arm's circle and the biped's stance."""
 from __future__ import annotations
 
 import contextlib
@@ -12,9 +12,9 @@ import robots
 from controlkit.constraints import JointLock, WeldConstraint
 from controlkit.errors import ControlkitError, UnknownNameError
 from controlkit.quantities import ControlTorques
+from controlkit.studies.compare import (TASKS, Reference, SwayPath, Task, biped_stance_setup, compare, format_table,
+                                        get_task, heavier_model, main)
 from controllers.forward import constraint_rows, projected_torques
-from sim.compare import (TASKS, Reference, SwayPath, Task, biped_stance_setup, compare, format_table, get_task,
-                         heavier_model, main)
 from sim.simulator import Simulator
 
 

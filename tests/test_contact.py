@@ -390,12 +390,12 @@ def test_small_block_slides_across_a_larger_one_tips_over_its_end_and_falls_off(
 
 def _biped_stance(on_contact: bool, sway: float, T: float = 3.0, dt: float = 5e-3):
     """The thesis biped under inverse dynamic control, its torso swaying ``sway`` m and dipping 4 cm
-    in T s (sim.compare's stance program), standing on contact (feet and toes on the ground,
+    in T s (controlkit.studies.compare's stance program), standing on contact (feet and toes on the ground,
     mu .8) or on welded feet. Toe joints locked in both."""
     import robots
     from controlkit.constraints import JointLock
     from controlkit.quantities import FramePoint
-    from sim.compare import SwayPath, _weld_feet, biped_stance_program
+    from controlkit.studies.compare import SwayPath, biped_stance_program, weld_feet
 
     built = robots.biped(with_ground=True)
     mech = built.mechanism
@@ -411,7 +411,7 @@ def _biped_stance(on_contact: bool, sway: float, T: float = 3.0, dt: float = 5e-
         sim.control_phase.append(lambda s: forces.append(
             [s.mech.solution.lam[h.name][: len(h.points)].copy() for h in src.hinges.values()]))
     else:
-        _weld_feet(sim)
+        weld_feet(sim)
         sim.add_program(biped_stance_program("torso", path))
         forces = None
     return sim.run(T), forces, path

@@ -11,7 +11,7 @@ from controlkit.errors import ControlkitError
 from controlkit.quantities import FramePoint
 from controllers.walking_fd import TOE_UP
 from controllers.whole_body import FootContact, biped_feet, whole_body_stance
-from sim.compare import SwayPath
+from controlkit.studies.compare import SwayPath
 from sim.contact import enable_contacts
 from sim.simulator import Simulator
 

@@ -46,8 +46,7 @@ from controlkit.quantities import FramePoint
 from controllers.arm import (CirclePath, JointLimits, PathError, SolvedAccelerations, redundant_arm_program,
                              smooth_ramp, tracking_program)
 from controllers.forward import computed_torque, joint_pd_gravity
-
-from .simulator import Simulator
+from sim.simulator import Simulator
 
 DEFAULT_CLOCKS = (1e-3, 4e-3, 1e-2)  # s: 1 kHz, 250 Hz, 100 Hz
 
@@ -114,7 +113,9 @@ def arm_circle(p0: np.ndarray, t0: float, radius: float = 0.25, tilt: float = ma
     return CirclePath.through(p0, p0 - radius * u, normal, t0, duration, turns)
 
 
-def _redundant_arm(duration: float | None = None) -> TaskSetup:
+def redundant_arm_setup(duration: float | None = None) -> TaskSetup:
+    """The redundant arm's tool circle (:data:`ARM_CIRCLE`) from :data:`ARM_START`; ``duration`` (s)
+    of the circle, default the circle's own."""
     import robots
     built = robots.redundant_arm(ARM_START)
     mech = built.mechanism
@@ -241,7 +242,7 @@ def biped_stance_program(tool: str, path: Callable):
     return program
 
 
-def _weld_feet(sim: Simulator) -> None:
+def weld_feet(sim: Simulator) -> None:
     """The biped's magnetic shoes on both feet: each foot welded where it stands, its toe joint held."""
     sim.equations.critical_forms = False  # the welds are never redundant: skip the rank test per evaluation
     for side in ("l", "r"):
@@ -266,12 +267,12 @@ def biped_stance_setup(duration: float | None = None, dt: float = 2e-3, **path_o
     T = T if duration is None else duration
     path = SwayPath(p0, 0.0, T, **opts)
     return TaskSetup(mech, built.q0.copy(), np.zeros(mech.nv), tool, path, biped_stance_program(tool, path), T,
-                     dt=dt, error_joints=["root_joint"], bandwidth=20.0, prepare=_weld_feet)
+                     dt=dt, error_joints=["root_joint"], bandwidth=20.0, prepare=weld_feet)
 
 
 TASKS: dict[str, Task] = {
     "redundant_arm": Task("redundant_arm", "thesis redundant arm: tilted circle, equal distal angles (two-phase cost)",
-                          _redundant_arm),
+                          redundant_arm_setup),
     "panda_circle": Task("panda_circle", "Panda: end-effector circle, posture cost, joint limits as QP inequalities",
                          panda_setup),
     "ur5_circle": Task("ur5_circle", "UR5: end-effector circle, posture cost, joint limits as QP inequalities",
@@ -398,7 +399,9 @@ class Row:
                                               "energy", "solve_time", "limit_violation")}
 
 
-def _row(mode: str, label: str, clock, rec, setup: TaskSetup, solve_time: float) -> Row:
+def make_row(mode: str, label: str, clock, rec, setup: TaskSetup, solve_time: float) -> Row:
+    """A table row from one run's recording: tracking error (m), peak torque (N m), energy spent (J);
+    ``clock`` the controller period (s, None under inverse dynamics), ``solve_time`` (s) per tick."""
     err = rec.quantity("tracking error")[:, 0]
     t, tau, v = rec.t, rec.tau, rec.v[:, setup.mech.tau_index]
     power = np.abs(np.einsum("ij,ij->i", tau, v))
@@ -408,7 +411,8 @@ def _row(mode: str, label: str, clock, rec, setup: TaskSetup, solve_time: float)
                float(np.abs(tau).max()), energy, solve_time, rec, viol, power)
 
 
-def _simulator(setup: TaskSetup, dt: float) -> Simulator:
+def task_simulator(setup: TaskSetup, dt: float) -> Simulator:
+    """An rk4 simulator of the task's mechanism at step ``dt`` (s), recording the tool's tracking error (m)."""
     mech = setup.mech
     sim = Simulator(mech, setup.q0, setup.v0, dt=dt, integrator="rk4")
     tool = FramePoint(mech, setup.tool)
@@ -421,7 +425,8 @@ def _simulator(setup: TaskSetup, dt: float) -> Simulator:
     return sim
 
 
-def _mode_label(clock: float) -> str:
+def clock_label(clock: float) -> str:
+    """A controller period (s) as its rate, ``"250 Hz"``."""
     return f"{1.0 / clock:g} Hz"
 
 
@@ -452,28 +457,28 @@ def compare(task: str | Task, *, clocks: Sequence[float] = DEFAULT_CLOCKS, mass_
 
     # 1. inverse dynamic control
     setup = task.build(duration)
-    sim = _simulator(setup, setup.dt)
+    sim = task_simulator(setup, setup.dt)
     sim.add_program(setup.program)
     rec = sim.run(setup.duration)
     per_eval = (rec.stats["assembly_time"] + rec.stats["solve_time"]) / max(rec.stats["evaluations"], 1)
-    rows.append(_row("inverse", "inverse dynamic control", None, rec, setup, per_eval))
+    rows.append(make_row("inverse", "inverse dynamic control", None, rec, setup, per_eval))
     ref = Reference(rec.t, rec.q, rec.v, rec.quantity("a"), model=setup.mech.model)
     w = setup.bandwidth if bandwidth is None else bandwidth
     kp, kd = w * w, 2.0 * w
 
     def forward(label: str, mode: str, clock: float, make_program) -> None:
         s = task.build(duration)
-        sim = _simulator(s, forward_dt)
+        sim = task_simulator(s, forward_dt)
         ticks: list[float] = []
         sim.add_program(timed(make_program(s), ticks), period=clock)
         r = sim.run(s.duration)
-        rows.append(_row(mode, label, clock, r, s, float(np.mean(ticks)) if ticks else 0.0))
+        rows.append(make_row(mode, label, clock, r, s, float(np.mean(ticks)) if ticks else 0.0))
 
     for clock in clocks:
-        forward(f"computed torque {_mode_label(clock)}", "computed torque", clock,
+        forward(f"computed torque {clock_label(clock)}", "computed torque", clock,
                 lambda s: computed_torque(ref.q_des, ref.v_des, ref.a_des, kp, kd))
     fast = clocks[0]
-    forward(f"computed torque {_mode_label(fast)}, +{100 * mass_error:g}% mass", "model error", fast,
+    forward(f"computed torque {clock_label(fast)}, +{100 * mass_error:g}% mass", "model error", fast,
             lambda s: computed_torque(ref.q_des, ref.v_des, ref.a_des, kp, kd,
                                       model=heavier_model(s.mech.model, s.error_joints, mass_error)))
 
@@ -482,7 +487,7 @@ def compare(task: str | Task, *, clocks: Sequence[float] = DEFAULT_CLOCKS, mass_
         m = 1.0 / np.diag(np.linalg.inv(M))[s.mech.tau_index]  # each actuated coordinate's effective inertia
         return joint_pd_gravity(ref.q_des, m * kp, m * kd, v_des=ref.v_des)
 
-    forward(f"joint PD + gravity {_mode_label(fast)}", "joint PD", fast, pd)
+    forward(f"joint PD + gravity {clock_label(fast)}", "joint PD", fast, pd)
     if not quiet:
         print(format_table(rows, task.name))
     if out is not None:
