@@ -34,7 +34,7 @@ from .errors import EquationError, UnknownNameError
 from .expressions import (Compiled, Const, Context, Expr, Level, Lin, Scaled, Sum, as_expr, as_vector, compile_affine,
                           fill_generic, fill_jacobians, fill_values, value_map)
 from .constraints import Constraint, static_labels
-from .singular import locked_directions
+from .singular import locked_directions, without_noise_rows
 
 
 # --------------------------------------------------------------- statements
@@ -736,6 +736,8 @@ def _constraint_rows(mech, eqs: EquationSet, layout: Layout | None):
     terms = []  # (a loop: Python 3.11 builds a function object for every comprehension)
     for c in cons:
         terms.append(c.terms())
+    if mech.nv == 1:  # Pinocchio hands a one-column Jacobian over as a vector: rows (k, 1) here
+        terms = [_as_rows(t) for t in terms]
     # solved again at the same state (a controller's new torques): the constraints that keep their
     # rows (the same arrays) give the same stacked rows, and the solver keeps its factors with them
     key = (mech._version, eqs.kp, eqs.kv, eqs.critical_forms)
@@ -757,11 +759,19 @@ def _constraint_rows(mech, eqs: EquationSet, layout: Layout | None):
         Jc, phi, drift = np.empty((k, mech.nv)), np.empty(k), np.empty(k)
         for t, sl in zip(terms, plan.slices):
             phi[sl], Jc[sl], drift[sl] = t
-    Jf = None if plan.ideal or _all_ideal(plan.nonideal) else np.vstack([c.force_jacobian() for c in cons])
+    Jc = without_noise_rows(Jc)  # (the same array unless a row is rounding noise: a redundant closure)
+    Jf = None if plan.ideal or _all_ideal(plan.nonideal) else \
+        np.vstack([np.reshape(c.force_jacobian(), (-1, mech.nv)) for c in cons])
     out = _stacked_constraint_rows(mech, eqs, plan, cons, Jc, Jf, phi, drift, labels, layout)
     # kept only for ideal forces: a sliding contact's force rows are not among its terms
     plan.memo["rows"] = (key, layout, terms, out) if out[2] is None else None
     return out
+
+
+def _as_rows(t: tuple) -> tuple:
+    """A constraint's ``terms()`` with its Jacobian as rows (k, 1) on a one-dof mechanism."""
+    phi, J, drift = t
+    return phi, np.reshape(J, (len(phi), 1)), drift
 
 
 def _all_ideal(cons) -> bool:

@@ -79,8 +79,6 @@ class Mechanism:
         self.nq, self.nv = model.nq, model.nv
         self._set_actuation(actuated)
         self.constraints: dict[str, object] = {}
-        for c in constraints:
-            self.add_constraint(c)
         self.times = KernelTimes()
         self._q = pin.neutral(model)
         self._v = np.zeros(self.nv)
@@ -93,6 +91,8 @@ class Mechanism:
         self._a0 = np.zeros(self.nv)
         self.solution = None  # the last solve's unknowns (controlkit.solver.Solution)
         self.problem = None  # the last assembled problem (controlkit.equations.Problem)
+        for c in constraints:  # (after the state: binding a world-anchored point reads the kinematics)
+            self.add_constraint(c)
 
     # ----------------------------------------------------------------- naming
     def _set_actuation(self, actuated: Sequence[str] | None) -> None:
@@ -275,7 +275,8 @@ class Mechanism:
     def frame_jacobian(self, fid: int) -> np.ndarray:
         """6 x nv Jacobian of a frame, LOCAL_WORLD_ALIGNED (linear rows of the frame origin)."""
         self.kinematics()
-        return pin.getFrameJacobian(self.model, self.data, fid, LWA)
+        J = pin.getFrameJacobian(self.model, self.data, fid, LWA)
+        return J if J.ndim == 2 else J.reshape(6, 1)  # (a one-dof model's comes as a vector)
 
     def frame_velocity(self, fid: int) -> pin.Motion:
         """Spatial velocity of a frame, LOCAL_WORLD_ALIGNED (m/s, rad/s)."""

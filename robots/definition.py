@@ -386,14 +386,16 @@ class Scene(Composite):
             self.placements[component.name] = _Placement(component.name, M, bool(fixed), vel, joint_name)
         return component
 
-    def build(self, initial: Mapping[str, object] | None = None, *, check_closure: float | None = None):
+    def build(self, initial: Mapping[str, object] | None = None, *, check_closure: float | bool = True):
         """Compile to a :class:`robots.builder.BuiltMechanism` (mechanism, q0, v0).
 
         Args:
             initial: ``{hinge name: value}`` initial hinge coordinates in the declared
                 sense (rad, m, rotations; see :mod:`robots.hinges`); others start at zero.
-            check_closure: if given, raise ModelError when a loop closure's error at
-                q0 exceeds this tolerance (m, rad).
+            check_closure: raise ModelError naming each loop closure whose error at q0
+                exceeds a tolerance (m, rad): ``True`` (default) for
+                :data:`robots.builder.CLOSURE_TOLERANCE`, a number for that tolerance,
+                ``False`` not to check (a pose the simulator's projection is to close).
         """
         from .builder import build_scene
 
