@@ -179,7 +179,31 @@ class Mechanism:
             raise StateError(f"{where}: mechanism {self.name!r} has nq = {self.nq}, got a vector of size {q.size}")
         if not np.all(np.isfinite(q)):
             raise StateError(f"{where}: configuration of {self.name!r} is not finite: {q}")
+        for name, sl in self._unit_blocks():
+            n = float(np.linalg.norm(q[sl]))
+            if not n > 1e-6:
+                raise StateError(f"{where}: joint {name!r} of {self.name!r} has the zero quaternion (or unit complex) "
+                                 f"{q[sl].tolist()} in q[{sl.start}:{sl.stop}]; give a unit one, e.g. "
+                                 f"{self.neutral()[sl].tolist()} (no rotation)")
         return q
+
+    def _unit_blocks(self) -> list[tuple[str, slice]]:
+        """(joint name, slice of q) of the coordinates that must have unit norm: the quaternions of
+        free-flyers and spherical joints, the (cos, sin) of unbounded revolute joints."""
+        blocks = self.__dict__.get("_unit_q")
+        if blocks is None:
+            blocks = []
+            for j in range(1, self.model.njoints):
+                jm = self.model.joints[j]
+                kind = jm.shortname()
+                if kind == "JointModelFreeFlyer":
+                    blocks.append((self.model.names[j], slice(jm.idx_q + 3, jm.idx_q + 7)))
+                elif kind in ("JointModelSpherical", "JointModelSphericalZYX") and jm.nq == 4:
+                    blocks.append((self.model.names[j], slice(jm.idx_q, jm.idx_q + 4)))
+                elif kind.startswith("JointModelRUB") or kind == "JointModelRevoluteUnboundedUnaligned":
+                    blocks.append((self.model.names[j], slice(jm.idx_q, jm.idx_q + 2)))
+            self._unit_q = blocks
+        return blocks
 
     def check_v(self, v, where: str = "v") -> np.ndarray:
         """Validate a velocity vector's size and finiteness."""

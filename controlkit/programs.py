@@ -20,7 +20,10 @@ The runtime talks to the simulator only through a small interface (``at``,
 """
 from __future__ import annotations
 
+import ctypes
 import inspect
+import threading
+import time as _time
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -308,11 +311,74 @@ class _ConditionSource:
         return np.inf
 
 
+class _Overrun(BaseException):
+    """Raised inside a program step that overran its wall time (a BaseException: a program's own
+    ``except Exception`` does not swallow it)."""
+
+
+class Watchdog:
+    """Stops a program step that runs longer than ``limit`` seconds of wall time.
+
+    A daemon thread (started at the first step, stopped by :meth:`stop` at the end of each run)
+    checks the running step's deadline a few times per limit; past it, it raises
+    :class:`_Overrun` in the thread running the step (``PyThreadState_SetAsyncExc``), which
+    interrupts even a loop that never calls anything."""
+
+    def __init__(self, limit: float | None):
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._deadline = None
+        self._fired = False
+        self._target = 0
+        self._thread = None
+        self._stopped = threading.Event()
+
+    def arm(self) -> None:
+        """A step starts now in this thread."""
+        if self.limit is None or self.limit == float("inf"):
+            return
+        if self._thread is None:
+            self._stopped.clear()
+            self._thread = threading.Thread(target=self._watch, name="controlkit program watchdog", daemon=True)
+            self._thread.start()
+        with self._lock:
+            self._target = threading.get_ident()
+            self._deadline = _time.perf_counter() + self.limit
+            self._fired = False
+
+    def disarm(self) -> bool:
+        """The step ended; whether it overran (a pending interruption is withdrawn)."""
+        if self._deadline is None:
+            return False
+        with self._lock:
+            self._deadline = None
+            fired, self._fired = self._fired, False
+            if fired:  # (delivered already, or withdrawn here before it is)
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._target), None)
+        return fired
+
+    def stop(self) -> None:
+        """End the watching thread (it starts again at the next step)."""
+        if self._thread is not None:
+            self._stopped.set()
+            self._thread.join()
+            self._thread = None
+
+    def _watch(self) -> None:
+        poll = min(0.05, self.limit / 4)
+        while not self._stopped.wait(poll):
+            with self._lock:
+                if self._deadline is not None and _time.perf_counter() > self._deadline and not self._fired:
+                    self._fired = True
+                    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._target), ctypes.py_object(_Overrun))
+
+
 class ProgramRuntime:
     """Runs control programs inside a simulator: ticks, timers, control events."""
 
     def __init__(self, sim):
         self.sim = sim
+        self.watchdog = Watchdog(getattr(sim, "program_timeout", None))
         self.programs: dict[str, Program] = {}
         self.now = sim.t
         self.source = _ConditionSource(self)
@@ -376,11 +442,22 @@ class ProgramRuntime:
         self.sync()
         self.now = self.sim.t
         p.ticks += 1
+        dog = self.watchdog
+        dog.arm()
         try:
-            req = p.coroutine.send(None)
+            try:
+                req = p.coroutine.send(None)
+            finally:
+                dog.disarm()
         except StopIteration:
             p.done, p.waiting = True, None
             return
+        except _Overrun:
+            p.done = True
+            raise ControlProgramError(
+                f"control program {p.name!r} ran for more than {dog.limit:g} s of wall time without yielding "
+                f"(at t = {self.sim.t:.6g} s); a program must yield (or await) between its steps. The limit is "
+                f"Simulator(program_timeout=...)", p.name, self.sim.t) from None
         except ControlkitError as exc:
             if isinstance(exc, ControlProgramError):
                 raise
