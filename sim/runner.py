@@ -164,6 +164,8 @@ def run_scenario(scn: Scenario, *, seconds: float | None = None, out: str | Path
         written.append(plot_quantities(rec, scn.panels, Path(plot), title=scn.description, events=True))
     if not quiet:
         print(format_statistics(run_statistics(rec)))
+        for e in rec.events_of("undetermined"):
+            print(f"warning: at t = {e.time:.6g} s {e.description}")
         if scn.summary is not None:
             print(scn.summary(rec))
         for p in written:

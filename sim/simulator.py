@@ -508,12 +508,61 @@ class Simulator:
         self._restart = True
         self._a = None
 
+    #: speed (rad/s or m/s) the motion the default chooses may gain over its first value before a warning
+    FREE_SPEED = 0.1
+    _free_since = None  # (t, speed) when the statements last started to leave motion to the default
+    _free_warned = False
+
+    def _watch_undetermined(self) -> None:
+        """Warn once (an ``undetermined`` event) when the statements leave directions of motion to
+        the default (least squared torques) and the velocity along them grows: a task that fixes
+        fewer directions than the robot has, with nothing else to hold the rest (a wrist spinning
+        up under a tool-position task)."""
+        sol = self.mech.solution
+        U = getattr(sol, "undetermined", None)
+        if U is None or self._free_warned:
+            self._free_since = None
+            return
+        V, sv, _ = np.linalg.svd(U, full_matrices=False)
+        V = V[:, sv > 1e-9 * max(1.0, float(sv[0]) if sv.size else 0.0)]
+        if not V.shape[1]:
+            return
+        speed = float(np.linalg.norm(V.T.dot(self.v)))
+        if self._free_since is None:
+            self._free_since = (self.t, speed)
+            return
+        t0, s0 = self._free_since
+        if speed <= 2.0 * s0 + self.FREE_SPEED:
+            return
+        self._free_warned = True
+        joints = _joint_shares(self.mech, V)
+        names = ", ".join(f"{n} ({w:.2f})" for n, w in joints)
+        self.log("undetermined",
+                 f"the control statements leave {V.shape[1]} direction(s) of motion to the default (least squared "
+                 f"torques) and the velocity along them grew from {s0:.3g} at t = {t0:.6g} s to {speed:.3g} (rad/s, m/s); "
+                 f"free joints (share): {names}. Add equations or costs for them, or declare uncontrolled joints "
+                 f"actuated=False", joints=[n for n, _ in joints], directions=int(V.shape[1]), speed=speed)
+
     def _record(self, force=False):
+        self._watch_undetermined()
         if not force and self.steps % self.record_every:
             return
         mech = self.mech
         vals = {name: np.atleast_1d(qty.position(mech)).ravel() for name, qty in self.record_quantities.items()}
         self.recording.append(self.t, self.q, self.v, mech.solution.tau, vals)
+
+
+def _joint_shares(mech, V: np.ndarray) -> list[tuple[str, float]]:
+    """Joints taking part in the motions spanned by the orthonormal V (nv, k), with their share in
+    [0, 1] (the norm of their rows of V), largest first; shares below 0.2 left out."""
+    model = mech.model
+    out = []
+    for j in range(1, model.njoints):
+        jm = model.joints[j]
+        w = float(np.linalg.norm(V[jm.idx_v:jm.idx_v + jm.nv]))
+        if w >= 0.2:
+            out.append((model.names[j], w))
+    return sorted(out, key=lambda x: -x[1])
 
 
 def _number(name: str, value, unit: str, *, positive: bool = False, minimum: float | None = None,
