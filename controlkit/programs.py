@@ -333,15 +333,17 @@ class Watchdog:
         self._thread = None
         self._stopped = threading.Event()
 
+    IDLE = 1.0  # s without a step after which the thread ends (the next step starts it again)
+
     def arm(self) -> None:
         """A step starts now in this thread."""
         if self.limit is None or self.limit == float("inf"):
             return
-        if self._thread is None:
-            self._stopped.clear()
-            self._thread = threading.Thread(target=self._watch, name="controlkit program watchdog", daemon=True)
-            self._thread.start()
         with self._lock:
+            if self._thread is None:
+                self._stopped.clear()
+                self._thread = threading.Thread(target=self._watch, name="controlkit program watchdog", daemon=True)
+                self._thread.start()
             self._target = threading.get_ident()
             self._deadline = _time.perf_counter() + self.limit
             self._fired = False
@@ -359,16 +361,26 @@ class Watchdog:
 
     def stop(self) -> None:
         """End the watching thread (it starts again at the next step)."""
-        if self._thread is not None:
+        with self._lock:
+            thread, self._thread = self._thread, None
             self._stopped.set()
-            self._thread.join()
-            self._thread = None
+        if thread is not None:
+            thread.join()
 
     def _watch(self) -> None:
         poll = min(0.05, self.limit / 4)
-        while not self._stopped.wait(poll):
+        stopped, idle = self._stopped, 0.0
+        while not stopped.wait(poll):
             with self._lock:
-                if self._deadline is not None and _time.perf_counter() > self._deadline and not self._fired:
+                if self._deadline is None:
+                    idle += poll
+                    if idle > self.IDLE:  # (a simulator that no longer runs keeps no thread)
+                        if self._thread is threading.current_thread():
+                            self._thread = None
+                        return
+                    continue
+                idle = 0.0
+                if _time.perf_counter() > self._deadline and not self._fired:
                     self._fired = True
                     ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._target), ctypes.py_object(_Overrun))
 
