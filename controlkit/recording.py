@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ControlkitError, RecordingError, UnknownNameError
+from .errors import RecordingError, UnknownNameError
 
 
 @dataclass

@@ -363,9 +363,13 @@ def _solve(p: Problem, method: str) -> Solution:
             nres = _norm(res)
         if nres > tol:
             names = _conflicts(E, f, p.eq_rows.owners(), U, r)
+            hint = ""
+            if names == ["constraints"] and nres <= 1e-4 * (1.0 + _norm(f)):
+                hint = ("; only the constraints' own rows disagree, and slightly: dependent closure rows whose "
+                        "second-order terms differ (a closure at a singular configuration)")
             raise InconsistentEquationsError(
                 f"t = {p.time:.6g} s: the equations are inconsistent (residual {nres:.3g}); "
-                f"conflicting: {', '.join(names)}", names, p)
+                f"conflicting: {', '.join(names)}{hint}", names, p)
     solver = "direct"
     tau_rows = np.flatnonzero(free[: L.ntau]) if p.fixed else _all_rows(L.ntau)
     if p.ineq_rows.spans or method == "qp":

@@ -28,7 +28,7 @@ import numpy as np
 from controlkit.dynamics import evaluate
 from controlkit.equations import EquationSet
 from controlkit.programs import ProgramRuntime
-from controlkit.errors import (ArgumentError, ControlkitError, ControlProgramError, SimulationError, SolverError,
+from controlkit.errors import (ArgumentError, ControlkitError, SimulationError, SolverError,
                                StateError)
 from controlkit.quantities import ControlTorques
 from controlkit.recording import Event, Recording

@@ -12,7 +12,7 @@ import pytest
 from controlkit.cli import main
 from controlkit.errors import (ArgumentError, ControlkitError, ControlProgramError, EquationError,
                                InconsistentEquationsError,
-                               ModelError, RecordingError, SimulationError, StateError, UnknownNameError)
+                               ModelError, RecordingError, SimulationError, StateError)
 from controlkit.recording import Recording
 from controllers.primitives import set_angle_with_pd
 from robots.definition import Body, Composite
