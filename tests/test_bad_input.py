@@ -56,6 +56,11 @@ def test_simulator_settings_must_be_numbers_in_range(setting, value):
         _sim(**{setting: value})
 
 
+def test_recording_something_that_is_not_a_quantity_is_refused():
+    with pytest.raises(ArgumentError, match=r"record\['x'\] must be a quantity"):
+        _sim(record={"x": 3})
+
+
 @pytest.mark.parametrize("duration, words", [("abc", "number of seconds"), (-1, ">= 0"), (math.nan, ">= 0"),
                                              (math.inf, "infinite duration never ends")])
 def test_run_durations_must_be_finite_non_negative_numbers(duration, words):
