@@ -123,8 +123,12 @@ class Controller:
 
     def after(self, seconds: float) -> After:
         """Suspend for ``seconds`` of simulation time."""
-        if seconds < 0:
-            raise ControlkitError(f"program {self.name!r}: after() needs a non-negative duration, got {seconds}")
+        try:
+            ok = not isinstance(seconds, (str, bytes)) and float(seconds) >= 0 and float(seconds) != float("inf")
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise ControlkitError(f"program {self.name!r}: after() needs a finite duration >= 0 (s), got {seconds!r}")
         return After(float(seconds))
 
     # quantities

@@ -29,7 +29,9 @@ hinge and bodies inside a common composite declared with ``self_collision=False`
 
 q0 is the declared pose: every hinge at zero (identity), free roots at their
 placement, overridden by ``initial`` hinge values. v0 is zero except the declared
-root velocities.
+root velocities. By default q0 must close every loop closure to :data:`CLOSURE_TOLERANCE`
+(an impossible closure is refused at build, naming it and its gap);
+``check_closure=False`` builds an open pose anyway.
 """
 from __future__ import annotations
 

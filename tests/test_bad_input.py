@@ -143,6 +143,14 @@ def test_removing_a_statement_that_does_not_exist_says_there_is_none():
         _run_program(prog)
 
 
+@pytest.mark.parametrize("seconds", [math.nan, -1.0, "soon"])
+def test_waiting_a_duration_that_is_not_a_finite_non_negative_number(seconds):
+    def prog(ctl):
+        yield ctl.after(seconds)
+    with pytest.raises(ControlProgramError, match="'prog'.*after\\(\\) needs a finite duration"):
+        _run_program(prog)
+
+
 def test_a_program_that_never_yields_is_stopped_by_the_watchdog():
     def spin(ctl):
         yield
@@ -290,3 +298,33 @@ def test_cli_a_failing_run_writes_its_partial_recording_and_says_so(capsys, tmp_
     assert rec.t[-1] == pytest.approx(0.03) and len(rec) >= 30
     code, err = _cli(capsys, "run", _script(tmp_path, _FAILING), "--out", str(out))
     assert "wrote the partial recording" in err and "failing.npz" in err
+
+
+_ELBOW_ONLY = """
+    import numpy as np
+    import pinocchio as pin
+    from controllers import set_angle_with_pd
+    from controlkit.mechanism import Mechanism
+    from sim.runner import Scenario
+    from sim.simulator import Simulator
+
+    def build():
+        model, parent = pin.Model(), 0
+        for i in range(2):
+            j = model.addJoint(parent, pin.JointModelRY(), pin.SE3(np.eye(3), np.array([0, 0, -float(i)])), f"j{i}")
+            model.appendBodyToJoint(j, pin.Inertia(1.0, np.array([0, 0, -0.5]), np.eye(3) * 0.1), pin.SE3.Identity())
+            parent = j
+        sim = Simulator(Mechanism(model, name="double"), np.array([0.3, 0.2]))
+
+        def elbow(ctl):
+            set_angle_with_pd(ctl, "elbow", "j1", 0.5, 0.3)
+            yield ctl.after(1.0)
+        sim.add_program(elbow)
+        return Scenario("double", "PD on the elbow only", sim, 0.2)
+"""
+
+
+def test_cli_warns_in_one_line_when_the_default_moves_an_uncommanded_joint(capsys, tmp_path):
+    assert main(["run", _script(tmp_path, _ELBOW_ONLY)]) == 0
+    warnings = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("warning:")]
+    assert len(warnings) == 1 and "j0 (1.00)" in warnings[0] and "actuated=False" in warnings[0]
