@@ -294,10 +294,17 @@ class _ConditionSource:
         mech.set_state(q, v, check=False)
         self.rt.now = t
         out = []
+        dog = self.rt.watchdog
         try:
             for p in self._waiting():
+                dog.arm()
                 try:
-                    out.append(-1.0 if p.waiting.condition() else 1.0)
+                    try:
+                        out.append(-1.0 if p.waiting.condition() else 1.0)
+                    finally:
+                        dog.disarm()
+                except _Overrun:
+                    raise self.rt.overrun(p, "its until() condition") from None
                 except Exception as exc:  # a condition is program code too
                     raise self.rt.program_error(p, exc) from exc
         finally:
@@ -450,6 +457,14 @@ class ProgramRuntime:
         return ControlProgramError(f"control program {p.name!r} raised at t = {self.sim.t:.6g} s: {tb}",
                                    p.name, self.sim.t)
 
+    def overrun(self, p: Program, what: str) -> ControlProgramError:
+        """The error for a program whose step (or condition) the watchdog stopped."""
+        p.done = True
+        return ControlProgramError(
+            f"control program {p.name!r}: {what} ran for more than {self.watchdog.limit:g} s of wall time without "
+            f"yielding (at t = {self.sim.t:.6g} s); a program must yield (or await) between its steps, a condition "
+            f"must return. The limit is Simulator(program_timeout=...)", p.name, self.sim.t)
+
     def resume(self, p: Program) -> None:
         """Run a program until its next suspension and register what it waits for."""
         if p.done:
@@ -469,11 +484,7 @@ class ProgramRuntime:
             p.done, p.waiting = True, None
             return
         except _Overrun:
-            p.done = True
-            raise ControlProgramError(
-                f"control program {p.name!r} ran for more than {dog.limit:g} s of wall time without yielding "
-                f"(at t = {self.sim.t:.6g} s); a program must yield (or await) between its steps. The limit is "
-                f"Simulator(program_timeout=...)", p.name, self.sim.t) from None
+            raise self.overrun(p, "a step") from None
         except ControlkitError as exc:
             if isinstance(exc, ControlProgramError):
                 raise
@@ -500,8 +511,14 @@ class ProgramRuntime:
             p.waiting = req
             was_running, self.running = self.running, True
             self.sync()
+            self.watchdog.arm()
             try:
-                already = req.condition()
+                try:
+                    already = req.condition()
+                finally:
+                    self.watchdog.disarm()
+            except _Overrun:
+                raise self.overrun(p, "its until() condition") from None
             except Exception as exc:
                 raise self.program_error(p, exc) from exc
             finally:

@@ -156,9 +156,22 @@ def test_a_program_that_never_yields_is_stopped_by_the_watchdog():
         yield
         while True:
             pass
-    with pytest.raises(ControlProgramError, match="'spin' ran for more than 0.2 s of wall time without yielding") as info:
+    with pytest.raises(ControlProgramError, match="'spin': a step ran for more than 0.2 s of wall time without "
+                                                  "yielding") as info:
         _run_program(spin, program_timeout=0.2)
     assert info.value.recording is not None
+
+
+def test_a_condition_that_never_returns_is_stopped_by_the_watchdog():
+    def never():
+        while True:
+            pass
+
+    def wait(ctl):
+        yield
+        yield ctl.until(never)
+    with pytest.raises(ControlProgramError, match="'wait': its until\\(\\) condition ran for more than 0.2 s"):
+        _run_program(wait, program_timeout=0.2)
 
 
 def test_conflicting_equations_keep_the_recording_up_to_the_failure():
