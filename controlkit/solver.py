@@ -421,7 +421,11 @@ def _complete(p, P, p0, free, wF, y, N, tau_rows):
         raise UnderdeterminedError(
             f"t = {p.time:.6g} s: {nfree} unknowns are left free by the equations and costs "
             f"(underdetermined = 'raise'); add equations, assignments or a cost", nfree, p)
-    undetermined = P.dot(N) if N.shape[1] else None  # the motions the default is about to choose
+    undetermined = None  # the motions the default is about to choose (none: only forces are left)
+    if N.shape[1]:
+        PN = P.dot(N)
+        if np.abs(PN).max() > 1e-9 * max(1.0, float(np.abs(P).max())):
+            undetermined = PN
     if N.shape[1] and len(tau_rows):
         # default, first stage: least squared control torques
         z, r, _, K = _min_norm(N[tau_rows], -y[tau_rows])
