@@ -74,6 +74,12 @@ class Simulator:
                  external_force: Callable | None = None, record: dict | None = None,
                  record_every: int = 1, max_step: float = np.inf, t0: float = 0.0,
                  fallback: str | None = None, program_timeout: float | None = 10.0):
+        from controlkit.mechanism import Mechanism
+        if not isinstance(mech, Mechanism) and isinstance(getattr(mech, "mechanism", None), Mechanism):
+            mech = mech.mechanism  # (a built model: its mechanism)
+        if not isinstance(mech, Mechanism):
+            raise ArgumentError(f"Simulator: expected a controlkit Mechanism (e.g. robots.four_bar().mechanism), "
+                                f"got {type(mech).__name__}")
         dt = _number("dt", dt, "s", positive=True)
         event_tolerance = _number("event_tolerance", event_tolerance, "s", positive=True)
         rtol, atol = _number("rtol", rtol, "", positive=True), _number("atol", atol, "", positive=True)

@@ -56,6 +56,11 @@ def test_simulator_settings_must_be_numbers_in_range(setting, value):
         _sim(**{setting: value})
 
 
+def test_a_simulator_of_something_that_is_not_a_mechanism_is_refused():
+    with pytest.raises(ArgumentError, match="expected a controlkit Mechanism.*got str"):
+        Simulator("ur5")
+
+
 def test_recording_something_that_is_not_a_quantity_is_refused():
     with pytest.raises(ArgumentError, match=r"record\['x'\] must be a quantity"):
         _sim(record={"x": 3})
