@@ -57,12 +57,17 @@ def _cmd_run(args) -> int:
 
 
 def _run_script(path: Path, args) -> int:
-    from sim.runner import load_script, run_scenario
+    from sim.runner import build_scenario, load_script, run_scenario
     module = load_script(path)
     options = _build_options(module.build, args.set or [])
     if args.integrator:
+        import inspect
+        params = inspect.signature(module.build).parameters
+        if "integrator" not in params and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            raise ControlkitError(f"--integrator: {path.stem} does not let you choose its integrator (its build() "
+                                  f"options: {', '.join(params) or '(none)'})")
         options["integrator"] = args.integrator
-    scn = module.build(**options)
+    scn = build_scenario(module, options)
     out = Path(args.out) if args.out else None
     html = args.html
     plot = args.plot

@@ -171,10 +171,12 @@ class _TwoFrames(Constraint):
         m = mech.model
         fa, fb = self.fa, self.fb
         J = pin.getFrameJacobian(m, d, fa, LWA)
+        if J.ndim == 1:  # a one-dof mechanism's Jacobian comes as a vector: rows (6, 1)
+            J = J.reshape(6, 1)
         dr = pin.getFrameClassicalAcceleration(m, d, fa, LWA).vector
         if fb is None:
             return d, d.oMf[fa], self.target, J, dr
-        J -= pin.getFrameJacobian(m, d, fb, LWA)
+        J -= pin.getFrameJacobian(m, d, fb, LWA).reshape(J.shape)
         dr -= pin.getFrameClassicalAcceleration(m, d, fb, LWA).vector
         return d, d.oMf[fa], d.oMf[fb], J, dr
 

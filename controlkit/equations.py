@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import EquationError, UnknownNameError
+from .errors import ArgumentError, EquationError, UnknownNameError
 from .expressions import (Compiled, Const, Context, Expr, Level, Lin, Scaled, Sum, as_expr, as_vector, compile_affine,
                           fill_generic, fill_jacobians, fill_values, value_map)
 from .constraints import Constraint, static_labels
-from .singular import locked_directions
+from .singular import locked_directions, without_noise_rows
 
 
 # --------------------------------------------------------------- statements
@@ -94,6 +94,33 @@ def _same_held_value_slot(old: Assignment, quantity, value) -> bool:
     the same shape, and the old one never compiled into rows (it sets unknowns' columns)."""
     return (old.quantity is quantity and type(old.value) is Const and type(value) is Const
             and old.value.value.shape == value.value.shape and "_rows" not in old.__dict__)
+
+
+def _check_finite(name: str, expr) -> None:
+    """Raise ArgumentError when a constant inside a statement is NaN or infinite (a target computed
+    from a failed measurement would otherwise surface steps later as a failed factorization)."""
+    bad = _nonfinite_constant(expr, 0)
+    if bad is not None:
+        raise ArgumentError(f"control statement {name!r}: a value in it is not finite ({bad}); "
+                            f"check the target or gain it was built from")
+
+
+def _nonfinite_constant(x, depth: int):
+    """The first non-finite constant (as text) in an expression tree, or None."""
+    if type(x) is Const:
+        v = x.value
+        return None if np.isfinite(v).all() else np.array2string(v, precision=4)
+    if depth > 50 or not isinstance(x, Expr):
+        return None
+    for item in vars(x).values():
+        for y in (item if isinstance(item, (list, tuple)) else (item,)):
+            if isinstance(y, Expr):
+                bad = _nonfinite_constant(y, depth + 1)
+                if bad is not None:
+                    return bad
+            elif isinstance(y, (float, np.floating)) and not np.isfinite(y):
+                return repr(float(y))
+    return None
 
 
 # -------------------------------------------------------------- the layout
@@ -357,6 +384,7 @@ class EquationSet:
         """Add a named control equation (built with ``==`` from the quantity algebra)."""
         if not isinstance(equation, Equation):
             raise EquationError(f"add_equation({name!r}, ...) needs an Equation (lhs == rhs), got {type(equation).__name__}")
+        _check_finite(name, equation.residual)
         self._check_new(name)
         self.equations[name] = equation
         self._changed()
@@ -364,6 +392,7 @@ class EquationSet:
     def assign(self, name: str, quantity, value) -> None:
         """Directly assign a quantity (a torque, a force, an acceleration) a value (array or expression)."""
         value = as_expr(value)
+        _check_finite(name, value)
         old = self.assignments.get(name)
         if old is not None and _same_held_value_slot(old, quantity, value):
             # re-assigning at each controller tick is the common case: a new value for an
@@ -395,6 +424,9 @@ class EquationSet:
             expr = expr.residual
         if not isinstance(expr, _E):
             raise EquationError(f"{what}({name!r}, ...) needs an expression, got {type(expr).__name__}")
+        _check_finite(name, expr)
+        if not np.isfinite(np.asarray(weight, dtype=float)).all():
+            raise ArgumentError(f"{what}({name!r}, ...): the weight {weight!r} is not finite")
         self._check_new(name)
         table[name] = Cost(expr, weight)
         self._changed()
@@ -527,7 +559,12 @@ def _compiled(stmt, expr_of, ctx: Context, name: str, what: str) -> Compiled:
     if c is not None and c[1] is ctx.mech and (c[0] is L or c[0] == ("accelerations", L.nv)):
         return c[2]
     expr = expr_of(stmt)
-    comp = compile_affine(expr, ctx, _lin(expr.evaluate(ctx), L.nx, name, what))
+    try:
+        value = expr.evaluate(ctx)
+    except ValueError as exc:  # (numpy's broadcast error: parts of different sizes)
+        raise EquationError(f"{what} {name!r}: its parts do not have the same number of components ({exc}); "
+                            f"check the size of its target: {stmt.describe()}") from None
+    comp = compile_affine(expr, ctx, _lin(value, L.nx, name, what))
     on_a_only = comp.w0 is None and not comp.writes_w
     stmt._compiled = (("accelerations", L.nv) if on_a_only else L, ctx.mech, comp)
     return comp
@@ -736,6 +773,8 @@ def _constraint_rows(mech, eqs: EquationSet, layout: Layout | None):
     terms = []  # (a loop: Python 3.11 builds a function object for every comprehension)
     for c in cons:
         terms.append(c.terms())
+    if mech.nv == 1:  # Pinocchio hands a one-column Jacobian over as a vector: rows (k, 1) here
+        terms = [_as_rows(t) for t in terms]
     # solved again at the same state (a controller's new torques): the constraints that keep their
     # rows (the same arrays) give the same stacked rows, and the solver keeps its factors with them
     key = (mech._version, eqs.kp, eqs.kv, eqs.critical_forms)
@@ -757,11 +796,19 @@ def _constraint_rows(mech, eqs: EquationSet, layout: Layout | None):
         Jc, phi, drift = np.empty((k, mech.nv)), np.empty(k), np.empty(k)
         for t, sl in zip(terms, plan.slices):
             phi[sl], Jc[sl], drift[sl] = t
-    Jf = None if plan.ideal or _all_ideal(plan.nonideal) else np.vstack([c.force_jacobian() for c in cons])
+    Jc = without_noise_rows(Jc)  # (the same array unless a row is rounding noise: a redundant closure)
+    Jf = None if plan.ideal or _all_ideal(plan.nonideal) else \
+        np.vstack([np.reshape(c.force_jacobian(), (-1, mech.nv)) for c in cons])
     out = _stacked_constraint_rows(mech, eqs, plan, cons, Jc, Jf, phi, drift, labels, layout)
     # kept only for ideal forces: a sliding contact's force rows are not among its terms
     plan.memo["rows"] = (key, layout, terms, out) if out[2] is None else None
     return out
+
+
+def _as_rows(t: tuple) -> tuple:
+    """A constraint's ``terms()`` with its Jacobian as rows (k, 1) on a one-dof mechanism."""
+    phi, J, drift = t
+    return phi, np.reshape(J, (len(phi), 1)), drift
 
 
 def _all_ideal(cons) -> bool:

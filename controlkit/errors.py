@@ -11,7 +11,21 @@ from typing import Iterable
 
 
 class ControlkitError(Exception):
-    """Root of every error controlkit raises on purpose."""
+    """Root of every error controlkit raises on purpose.
+
+    An error raised while a simulation runs carries ``recording``: the run's recording up to and
+    including the state where it failed (None elsewhere), and ``time``: the simulation time (s)."""
+
+    recording = None
+    time: float | None = None
+
+
+class ArgumentError(ControlkitError, ValueError):
+    """An argument of a public function or of the command line is invalid (type, value, range)."""
+
+
+class RecordingError(ControlkitError):
+    """A recording cannot be read or written (not a controlkit recording, an unwritable folder)."""
 
 
 class ModelError(ControlkitError):
@@ -27,7 +41,8 @@ class UnknownNameError(ControlkitError, KeyError):
         hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
         shown = ", ".join(valid[:40]) + (" ..." if len(valid) > 40 else "")
         place = f" in {where}" if where else ""
-        super().__init__(f"unknown {kind} {name!r}{place}.{hint} Valid {kind} names: {shown}")
+        listing = f" Valid {kind} names: {shown}" if valid else f" There is no {kind} yet."
+        super().__init__(f"unknown {kind} {name!r}{place}.{hint}{listing}")
         self.kind, self.name, self.valid = kind, name, valid
 
     def __str__(self) -> str:  # KeyError would otherwise quote the message

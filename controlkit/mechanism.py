@@ -79,8 +79,6 @@ class Mechanism:
         self.nq, self.nv = model.nq, model.nv
         self._set_actuation(actuated)
         self.constraints: dict[str, object] = {}
-        for c in constraints:
-            self.add_constraint(c)
         self.times = KernelTimes()
         self._q = pin.neutral(model)
         self._v = np.zeros(self.nv)
@@ -93,6 +91,8 @@ class Mechanism:
         self._a0 = np.zeros(self.nv)
         self.solution = None  # the last solve's unknowns (controlkit.solver.Solution)
         self.problem = None  # the last assembled problem (controlkit.equations.Problem)
+        for c in constraints:  # (after the state: binding a world-anchored point reads the kinematics)
+            self.add_constraint(c)
 
     # ----------------------------------------------------------------- naming
     def _set_actuation(self, actuated: Sequence[str] | None) -> None:
@@ -179,7 +179,31 @@ class Mechanism:
             raise StateError(f"{where}: mechanism {self.name!r} has nq = {self.nq}, got a vector of size {q.size}")
         if not np.all(np.isfinite(q)):
             raise StateError(f"{where}: configuration of {self.name!r} is not finite: {q}")
+        for name, sl in self._unit_blocks():
+            n = float(np.linalg.norm(q[sl]))
+            if not n > 1e-6:
+                raise StateError(f"{where}: joint {name!r} of {self.name!r} has the zero quaternion (or unit complex) "
+                                 f"{q[sl].tolist()} in q[{sl.start}:{sl.stop}]; give a unit one, e.g. "
+                                 f"{self.neutral()[sl].tolist()} (no rotation)")
         return q
+
+    def _unit_blocks(self) -> list[tuple[str, slice]]:
+        """(joint name, slice of q) of the coordinates that must have unit norm: the quaternions of
+        free-flyers and spherical joints, the (cos, sin) of unbounded revolute joints."""
+        blocks = self.__dict__.get("_unit_q")
+        if blocks is None:
+            blocks = []
+            for j in range(1, self.model.njoints):
+                jm = self.model.joints[j]
+                kind = jm.shortname()
+                if kind == "JointModelFreeFlyer":
+                    blocks.append((self.model.names[j], slice(jm.idx_q + 3, jm.idx_q + 7)))
+                elif kind in ("JointModelSpherical", "JointModelSphericalZYX") and jm.nq == 4:
+                    blocks.append((self.model.names[j], slice(jm.idx_q, jm.idx_q + 4)))
+                elif kind.startswith("JointModelRUB") or kind == "JointModelRevoluteUnboundedUnaligned":
+                    blocks.append((self.model.names[j], slice(jm.idx_q, jm.idx_q + 2)))
+            self._unit_q = blocks
+        return blocks
 
     def check_v(self, v, where: str = "v") -> np.ndarray:
         """Validate a velocity vector's size and finiteness."""
@@ -275,7 +299,8 @@ class Mechanism:
     def frame_jacobian(self, fid: int) -> np.ndarray:
         """6 x nv Jacobian of a frame, LOCAL_WORLD_ALIGNED (linear rows of the frame origin)."""
         self.kinematics()
-        return pin.getFrameJacobian(self.model, self.data, fid, LWA)
+        J = pin.getFrameJacobian(self.model, self.data, fid, LWA)
+        return J if J.ndim == 2 else J.reshape(6, 1)  # (a one-dof model's comes as a vector)
 
     def frame_velocity(self, fid: int) -> pin.Motion:
         """Spatial velocity of a frame, LOCAL_WORLD_ALIGNED (m/s, rad/s)."""

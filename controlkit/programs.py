@@ -20,7 +20,10 @@ The runtime talks to the simulator only through a small interface (``at``,
 """
 from __future__ import annotations
 
+import ctypes
 import inspect
+import threading
+import time as _time
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -120,8 +123,12 @@ class Controller:
 
     def after(self, seconds: float) -> After:
         """Suspend for ``seconds`` of simulation time."""
-        if seconds < 0:
-            raise ControlkitError(f"program {self.name!r}: after() needs a non-negative duration, got {seconds}")
+        try:
+            ok = not isinstance(seconds, (str, bytes)) and float(seconds) >= 0 and float(seconds) != float("inf")
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise ControlkitError(f"program {self.name!r}: after() needs a finite duration >= 0 (s), got {seconds!r}")
         return After(float(seconds))
 
     # quantities
@@ -287,10 +294,17 @@ class _ConditionSource:
         mech.set_state(q, v, check=False)
         self.rt.now = t
         out = []
+        dog = self.rt.watchdog
         try:
             for p in self._waiting():
+                dog.arm()
                 try:
-                    out.append(-1.0 if p.waiting.condition() else 1.0)
+                    try:
+                        out.append(-1.0 if p.waiting.condition() else 1.0)
+                    finally:
+                        dog.disarm()
+                except _Overrun:
+                    raise self.rt.overrun(p, "its until() condition") from None
                 except Exception as exc:  # a condition is program code too
                     raise self.rt.program_error(p, exc) from exc
         finally:
@@ -308,11 +322,86 @@ class _ConditionSource:
         return np.inf
 
 
+class _Overrun(BaseException):
+    """Raised inside a program step that overran its wall time (a BaseException: a program's own
+    ``except Exception`` does not swallow it)."""
+
+
+class Watchdog:
+    """Stops a program step that runs longer than ``limit`` seconds of wall time.
+
+    A daemon thread (started at the first step, stopped by :meth:`stop` at the end of each run)
+    checks the running step's deadline a few times per limit; past it, it raises
+    :class:`_Overrun` in the thread running the step (``PyThreadState_SetAsyncExc``), which
+    interrupts even a loop that never calls anything."""
+
+    def __init__(self, limit: float | None):
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._deadline = None
+        self._fired = False
+        self._target = 0
+        self._thread = None
+        self._stopped = threading.Event()
+
+    IDLE = 1.0  # s without a step after which the thread ends (the next step starts it again)
+
+    def arm(self) -> None:
+        """A step starts now in this thread."""
+        if self.limit is None or self.limit == float("inf"):
+            return
+        with self._lock:
+            if self._thread is None:
+                self._stopped.clear()
+                self._thread = threading.Thread(target=self._watch, name="controlkit program watchdog", daemon=True)
+                self._thread.start()
+            self._target = threading.get_ident()
+            self._deadline = _time.perf_counter() + self.limit
+            self._fired = False
+
+    def disarm(self) -> bool:
+        """The step ended; whether it overran (a pending interruption is withdrawn)."""
+        if self._deadline is None:
+            return False
+        with self._lock:
+            self._deadline = None
+            fired, self._fired = self._fired, False
+            if fired:  # (delivered already, or withdrawn here before it is)
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._target), None)
+        return fired
+
+    def stop(self) -> None:
+        """End the watching thread (it starts again at the next step)."""
+        with self._lock:
+            thread, self._thread = self._thread, None
+            self._stopped.set()
+        if thread is not None:
+            thread.join()
+
+    def _watch(self) -> None:
+        poll = min(0.05, self.limit / 4)
+        stopped, idle = self._stopped, 0.0
+        while not stopped.wait(poll):
+            with self._lock:
+                if self._deadline is None:
+                    idle += poll
+                    if idle > self.IDLE:  # (a simulator that no longer runs keeps no thread)
+                        if self._thread is threading.current_thread():
+                            self._thread = None
+                        return
+                    continue
+                idle = 0.0
+                if _time.perf_counter() > self._deadline and not self._fired:
+                    self._fired = True
+                    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._target), ctypes.py_object(_Overrun))
+
+
 class ProgramRuntime:
     """Runs control programs inside a simulator: ticks, timers, control events."""
 
     def __init__(self, sim):
         self.sim = sim
+        self.watchdog = Watchdog(getattr(sim, "program_timeout", None))
         self.programs: dict[str, Program] = {}
         self.now = sim.t
         self.source = _ConditionSource(self)
@@ -368,6 +457,14 @@ class ProgramRuntime:
         return ControlProgramError(f"control program {p.name!r} raised at t = {self.sim.t:.6g} s: {tb}",
                                    p.name, self.sim.t)
 
+    def overrun(self, p: Program, what: str) -> ControlProgramError:
+        """The error for a program whose step (or condition) the watchdog stopped."""
+        p.done = True
+        return ControlProgramError(
+            f"control program {p.name!r}: {what} ran for more than {self.watchdog.limit:g} s of wall time without "
+            f"yielding (at t = {self.sim.t:.6g} s); a program must yield (or await) between its steps, a condition "
+            f"must return. The limit is Simulator(program_timeout=...)", p.name, self.sim.t)
+
     def resume(self, p: Program) -> None:
         """Run a program until its next suspension and register what it waits for."""
         if p.done:
@@ -376,11 +473,18 @@ class ProgramRuntime:
         self.sync()
         self.now = self.sim.t
         p.ticks += 1
+        dog = self.watchdog
+        dog.arm()
         try:
-            req = p.coroutine.send(None)
+            try:
+                req = p.coroutine.send(None)
+            finally:
+                dog.disarm()
         except StopIteration:
             p.done, p.waiting = True, None
             return
+        except _Overrun:
+            raise self.overrun(p, "a step") from None
         except ControlkitError as exc:
             if isinstance(exc, ControlProgramError):
                 raise
@@ -407,8 +511,14 @@ class ProgramRuntime:
             p.waiting = req
             was_running, self.running = self.running, True
             self.sync()
+            self.watchdog.arm()
             try:
-                already = req.condition()
+                try:
+                    already = req.condition()
+                finally:
+                    self.watchdog.disarm()
+            except _Overrun:
+                raise self.overrun(p, "its until() condition") from None
             except Exception as exc:
                 raise self.program_error(p, exc) from exc
             finally:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ControlkitError, UnknownNameError
+from .errors import RecordingError, UnknownNameError
 
 
 @dataclass
@@ -41,7 +41,14 @@ class Recording:
     Args:
         nq, nv, ntau: sizes of the mechanism's state and torque vectors.
         meta: JSON-serializable description (model name and how to rebuild it, settings).
+
+    Samples are kept in preallocated arrays that grow by half when full (at most 1.5 times the
+    data's size, 8 bytes per number); ``t``, ``q``, ``v``, ``tau`` and :meth:`quantity` return
+    views of the filled rows.
     """
+
+    GROWTH = 1.5  # capacity factor when full: memory stays within 1.5x the samples' data
+    FIRST = 256  # samples allocated at the first append
 
     def __init__(self, nq: int, nv: int, ntau: int = 0, meta: dict | None = None):
         self.nq, self.nv, self.ntau = nq, nv, ntau
@@ -49,27 +56,55 @@ class Recording:
         self.units: dict[str, str] = {}
         self.events: list[Event] = []
         self.stats: dict[str, Any] = {}
-        self._rows: dict[str, list] = {"t": [], "q": [], "v": [], "tau": []}
-        self._qrows: dict[str, list] = {}
-        self._frozen: dict[str, np.ndarray] | None = None
+        self._n = 0
+        self._cap = 0
+        self._t = np.zeros(0)
+        self._q, self._v, self._tau = np.zeros((0, nq)), np.zeros((0, nv)), np.zeros((0, ntau))
+        self._quant: dict[str, np.ndarray] = {}  # name -> (capacity, k), NaN where not recorded
 
     # ------------------------------------------------------------- writing
+    def _grow(self, need: int) -> None:
+        cap = max(self.FIRST, int(self._cap * self.GROWTH) + 1, need)
+        n = self._n
+
+        def grown(a: np.ndarray, fill: float = 0.0) -> np.ndarray:
+            b = np.full((cap,) + a.shape[1:], fill) if fill != 0.0 else np.zeros((cap,) + a.shape[1:])
+            b[:n] = a[:n]
+            return b
+
+        self._t, self._q, self._v, self._tau = grown(self._t), grown(self._q), grown(self._v), grown(self._tau)
+        self._quant = {k: grown(a, np.nan) for k, a in self._quant.items()}
+        self._cap = cap
+
     def append(self, t: float, q: np.ndarray, v: np.ndarray, tau: np.ndarray | None = None,
                quantities: dict[str, np.ndarray] | None = None) -> None:
         """Add one sample (t in s; q (nq,), v (nv,), tau (ntau,) in SI units)."""
-        r = self._rows
-        r["t"].append(float(t))
-        r["q"].append(np.array(q, dtype=float))
-        r["v"].append(np.array(v, dtype=float))
-        r["tau"].append(np.zeros(self.ntau) if tau is None else np.array(tau, dtype=float))
-        n = len(r["t"])
-        for name, val in (quantities or {}).items():
-            rows = self._qrows.setdefault(name, [])
-            val = np.atleast_1d(np.asarray(val, dtype=float)).ravel()
-            while len(rows) < n - 1:  # a quantity that started late is NaN before
-                rows.append(np.full(val.shape, np.nan))
-            rows.append(val)
-        self._frozen = None
+        n = self._n
+        if n == self._cap:
+            self._grow(n + 1)
+        self._t[n] = t
+        self._q[n] = q
+        self._v[n] = v
+        if tau is not None and self.ntau:
+            self._tau[n] = tau
+        if quantities:
+            for name, val in quantities.items():
+                val = np.asarray(val, dtype=float).ravel()
+                buf = self._quant.get(name)
+                if buf is None or buf.shape[1] != val.size:
+                    buf = self._new_quantity(name, val.size)
+                buf[n] = val
+        self._n = n + 1
+
+    def _new_quantity(self, name: str, k: int) -> np.ndarray:
+        """A quantity's buffer, NaN before its first sample (a quantity that starts late, or changes size)."""
+        old = self._quant.get(name)
+        buf = np.full((self._cap, k), np.nan)
+        if old is not None:  # (a new size: the common columns kept)
+            m = min(k, old.shape[1])
+            buf[:, :m] = old[:, :m]
+        self._quant[name] = buf
+        return buf
 
     def log_event(self, event: Event) -> None:
         """Add a handled event."""
@@ -81,56 +116,54 @@ class Recording:
 
     # ------------------------------------------------------------- reading
     def _arrays(self) -> dict[str, np.ndarray]:
-        if self._frozen is None:
-            r = self._rows
-            n = len(r["t"])
-            out = {
-                "t": np.array(r["t"], dtype=float),
-                "q": np.array(r["q"], dtype=float).reshape(n, self.nq),
-                "v": np.array(r["v"], dtype=float).reshape(n, self.nv),
-                "tau": np.array(r["tau"], dtype=float).reshape(n, self.ntau),
-            }
-            for name, rows in self._qrows.items():
-                rows = list(rows) + [np.full(rows[-1].shape, np.nan)] * (n - len(rows))
-                out["quantity:" + name] = np.array(rows, dtype=float)
-            self._frozen = out
-        return self._frozen
+        n = self._n
+        out = {"t": self._t[:n], "q": self._q[:n], "v": self._v[:n], "tau": self._tau[:n]}
+        for name, buf in self._quant.items():
+            out["quantity:" + name] = buf[:n]
+        return out
 
     @property
     def t(self) -> np.ndarray:
         """Sample times (N,), s."""
-        return self._arrays()["t"]
+        return self._t[:self._n]
 
     @property
     def q(self) -> np.ndarray:
         """Configurations (N, nq)."""
-        return self._arrays()["q"]
+        return self._q[:self._n]
 
     @property
     def v(self) -> np.ndarray:
         """Velocities (N, nv)."""
-        return self._arrays()["v"]
+        return self._v[:self._n]
 
     @property
     def tau(self) -> np.ndarray:
         """Control torques (N, ntau), N m or N."""
-        return self._arrays()["tau"]
+        return self._tau[:self._n]
+
+    def last_time(self) -> float:
+        """Time (s) of the last sample (-inf when there is none)."""
+        return float(self._t[self._n - 1]) if self._n else -np.inf
 
     @property
     def quantity_names(self) -> list[str]:
         """Names of the recorded quantities."""
-        return list(self._qrows)
+        return list(self._quant)
 
     def __len__(self) -> int:
-        return len(self._rows["t"])
+        return self._n
+
+    def nbytes(self) -> int:
+        """Memory held by the sample arrays (bytes)."""
+        return sum(a.nbytes for a in (self._t, self._q, self._v, self._tau, *self._quant.values()))
 
     def quantity(self, name: str) -> np.ndarray:
         """Samples of a recorded quantity (N, k)."""
-        key = "quantity:" + name
-        arrays = self._arrays()
-        if key not in arrays:
+        buf = self._quant.get(name)
+        if buf is None:
             raise UnknownNameError("recorded quantity", name, self.quantity_names)
-        return arrays[key]
+        return buf[:self._n]
 
     def events_of(self, kind: str) -> list[Event]:
         """The handled events of one kind, in time order."""
@@ -170,21 +203,36 @@ class Recording:
     def load(cls, path: str | Path) -> "Recording":
         """Read a recording written by :meth:`save`."""
         path = Path(path)
+        what = "a recording written by controlkit (an .npz archive made by Recording.save or --out)"
+        try:
+            with open(path, "rb") as f:
+                magic = f.read(4)
+        except OSError as exc:
+            raise RecordingError(f"cannot read recording {path}: {exc.strerror or exc}") from None
+        if magic != b"PK\x03\x04":  # (a zip archive; np.load would take other files for pickles)
+            raise RecordingError(f"cannot read recording {path}: the file is not {what}")
         try:
             with np.load(path, allow_pickle=False) as z:
                 header = json.loads(str(z["__header__"]))
                 arrays = {k: z[k] for k in z.files if k != "__header__"}
-        except (OSError, KeyError, ValueError) as exc:
-            raise ControlkitError(f"cannot read recording {path}: {exc}") from exc
-        nq, nv, ntau = header["sizes"]
+            nq, nv, ntau = header["sizes"]
+            missing = [k for k in ("t", "q", "v", "tau") if k not in arrays]
+            if missing:
+                raise KeyError(", ".join(missing))
+        except (OSError, KeyError, ValueError, TypeError) as exc:
+            raise RecordingError(f"cannot read recording {path}: it is not {what} ({type(exc).__name__}: {exc})") from None
         rec = cls(nq, nv, ntau, header["meta"])
         rec.units = header["units"]
         rec.stats = header["stats"]
         rec.events = [Event(**e) for e in header["events"]]
-        rec._rows = {k: list(arrays[k]) for k in ("t", "q", "v", "tau")}
-        rec._rows["t"] = [float(x) for x in arrays["t"]]
-        rec._qrows = {n: list(arrays["quantity:" + n]) for n in header["quantities"]}
-        rec._frozen = None
+        n = len(arrays["t"])
+        rec._t = np.array(arrays["t"], dtype=float).reshape(n)
+        rec._q = np.array(arrays["q"], dtype=float).reshape(n, nq)
+        rec._v = np.array(arrays["v"], dtype=float).reshape(n, nv)
+        rec._tau = np.array(arrays["tau"], dtype=float).reshape(n, ntau)
+        rec._quant = {name: np.array(arrays["quantity:" + name], dtype=float).reshape(n, -1)
+                      for name in header["quantities"]}
+        rec._n = rec._cap = n
         return rec
 
     def to_csv(self, path: str | Path, names: list[str] | None = None) -> Path:

@@ -29,6 +29,27 @@ import numpy as np
 
 RANK_TOL = 1e-7  # relative singular value below which a constraint row combination is redundant
 CURVATURE_TOL = 1e-6  # relative curvature above which a redundant combination locks a motion
+#: a constraint row (m or rad per unit of v) with every entry at most this is rounding noise of a
+#: row that is zero (a closure at an existing joint's centre: J_a - J_b of two equal Jacobians)
+NOISE_ROW = 1e-10
+
+
+def without_noise_rows(J: np.ndarray) -> np.ndarray:
+    """J (k, nv) with its rounding-noise rows (every entry <= :data:`NOISE_ROW`) set to exact zeros.
+
+    Relative rank tests cannot tell such rows from real ones when every row is noise (the rows of
+    a closure made redundant by a joint at its centre): scaled by their own largest singular
+    value they look independent, and a solve through them applies forces of any size. Exact
+    zeros make every later rank test see them for what they are. Returns J itself when no row
+    is noise, else a copy."""
+    if not J.size:
+        return J
+    big = np.abs(J).max(axis=1)
+    if big.min() > NOISE_ROW:
+        return J
+    J = J.copy()
+    J[big <= NOISE_ROW] = 0.0
+    return J
 
 
 def _scratch(mech):

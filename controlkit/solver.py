@@ -48,6 +48,9 @@ class Solution:
     method: str = "direct"
     free: int = 0
     indeterminate: list[str] = field(default_factory=list)
+    #: acceleration directions (nv, k) the statements left to the default (least squared torques),
+    #: not orthonormal; None when the statements determined the motion
+    undetermined: np.ndarray | None = None
 
 
 def _reduce(p: Problem):
@@ -360,9 +363,13 @@ def _solve(p: Problem, method: str) -> Solution:
             nres = _norm(res)
         if nres > tol:
             names = _conflicts(E, f, p.eq_rows.owners(), U, r)
+            hint = ""
+            if names == ["constraints"] and nres <= 1e-4 * (1.0 + _norm(f)):
+                hint = ("; only the constraints' own rows disagree, and slightly: dependent closure rows whose "
+                        "second-order terms differ (a closure at a singular configuration)")
             raise InconsistentEquationsError(
                 f"t = {p.time:.6g} s: the equations are inconsistent (residual {nres:.3g}); "
-                f"conflicting: {', '.join(names)}", names, p)
+                f"conflicting: {', '.join(names)}{hint}", names, p)
     solver = "direct"
     tau_rows = np.flatnonzero(free[: L.ntau]) if p.fixed else _all_rows(L.ntau)
     if p.ineq_rows.spans or method == "qp":
@@ -370,9 +377,12 @@ def _solve(p: Problem, method: str) -> Solution:
             _complete(p, P, p0, free, wF, y, N, tau_rows)  # raises if the costs leave motion free
         y = _qp(p, P, p0, free, wF, y, N, E, f, method, tau_rows)
         return _unpack(p, P, p0, free, wF, y, np.zeros((ny, 0)), "qp")
+    undetermined = None
     if N.shape[1]:
-        y, N, solver = _complete(p, P, p0, free, wF, y, N, tau_rows)
-    return _unpack(p, P, p0, free, wF, y, N, solver)
+        y, N, solver, undetermined = _complete(p, P, p0, free, wF, y, N, tau_rows)
+    sol = _unpack(p, P, p0, free, wF, y, N, solver)
+    sol.undetermined = undetermined
+    return sol
 
 
 _ROWS: dict[int, np.ndarray] = {}
@@ -411,6 +421,11 @@ def _complete(p, P, p0, free, wF, y, N, tau_rows):
         raise UnderdeterminedError(
             f"t = {p.time:.6g} s: {nfree} unknowns are left free by the equations and costs "
             f"(underdetermined = 'raise'); add equations, assignments or a cost", nfree, p)
+    undetermined = None  # the motions the default is about to choose (none: only forces are left)
+    if N.shape[1]:
+        PN = P.dot(N)
+        if np.abs(PN).max() > 1e-9 * max(1.0, float(np.abs(P).max())):
+            undetermined = PN
     if N.shape[1] and len(tau_rows):
         # default, first stage: least squared control torques
         z, r, _, K = _min_norm(N[tau_rows], -y[tau_rows])
@@ -418,7 +433,7 @@ def _complete(p, P, p0, free, wF, y, N, tau_rows):
     if N.shape[1]:
         # second stage: least squared constraint forces (y is min-norm only within N)
         y = y - N.dot(N.T.dot(y))
-    return y, N, solver
+    return y, N, solver, undetermined
 
 
 def _default_weights(ny, tau_rows):

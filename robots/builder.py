@@ -29,10 +29,13 @@ hinge and bodies inside a common composite declared with ``self_collision=False`
 
 q0 is the declared pose: every hinge at zero (identity), free roots at their
 placement, overridden by ``initial`` hinge values. v0 is zero except the declared
-root velocities.
+root velocities. By default q0 must close every loop closure to :data:`CLOSURE_TOLERANCE`
+(an impossible closure is refused at build, naming it and its gap);
+``check_closure=False`` builds an open pose anyway.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Mapping
 
@@ -367,8 +370,16 @@ class _Builder:
         return {p: b.body.material for p, b in self.bodies.items() if b.body.material is not None}
 
 
-def build_scene(scene: Scene, initial: Mapping[str, object] | None = None, check_closure: float | None = None) -> BuiltMechanism:
-    """Compile a scene (see the module docstring); returns a :class:`BuiltMechanism`."""
+CLOSURE_TOLERANCE = 1e-6  # m, rad: a loop closure's largest error at q0 that building accepts by default
+
+
+def build_scene(scene: Scene, initial: Mapping[str, object] | None = None,
+                check_closure: float | bool | None = True) -> BuiltMechanism:
+    """Compile a scene (see the module docstring); returns a :class:`BuiltMechanism`.
+
+    ``check_closure``: True (default) checks the loop closures at q0 against
+    :data:`CLOSURE_TOLERANCE`, a number against that tolerance (m, rad); False or None does not check.
+    """
     if not isinstance(scene, Scene):
         raise ModelError(f"build_scene expects a robots.definition.Scene, got {type(scene).__name__}")
     if not scene.components:
@@ -383,11 +394,21 @@ def build_scene(scene: Scene, initial: Mapping[str, object] | None = None, check
     )
     mech.set_state(q0, v0)
     built = BuiltMechanism(mech, q0, v0)
-    if check_closure is not None:
-        bad = {n: e for n, e in built.loop_closure_errors().items() if e > check_closure}
+    if check_closure is not None and check_closure is not False:
+        tol = CLOSURE_TOLERANCE if check_closure is True else check_closure
+        try:
+            tol = float(tol)
+        except (TypeError, ValueError):
+            tol = math.nan
+        if not tol >= 0.0:
+            raise ModelError(f"scene {scene.name!r}: check_closure must be True, False or a tolerance >= 0 (m, rad),"
+                             f" got {check_closure!r}")
+        bad = {n: e for n, e in built.loop_closure_errors().items() if not e <= tol}
         if bad:
+            gaps = "; ".join(f"{n!r} ({mech.constraints[n].describe()}) is open by {e:.4g}" for n, e in bad.items())
             raise ModelError(
-                f"scene {scene.name!r}: the declared pose does not satisfy loop closures {bad} (tolerance {check_closure});"
-                f" check the join rotations and feature positions"
+                f"scene {scene.name!r}: the declared pose does not satisfy loop closures: {gaps} (m or rad; tolerance"
+                f" {tol:g}). Check the join's features, rotations and the initial hinge values; a closure that"
+                f" cannot close is impossible. Scene.build(check_closure=False) builds it anyway"
             )
     return built

@@ -220,8 +220,9 @@ class Composite:
         """Add a body or composite; returns it."""
         if not isinstance(component, (Body, Composite)) or isinstance(component, Scene):
             raise ModelError(f"{self._where()}: can only add a Body or Composite, got {type(component).__name__}")
-        if component is self:
-            raise ModelError(f"{self._where()}: a composite cannot contain itself")
+        if component is self or _contains(component, self):
+            raise ModelError(f"{self._where()}: cannot add {component.kind if isinstance(component, Composite) else 'body'} "
+                             f"{component.name!r}: it contains {self._where()}, so the nesting would be a cycle")
         self._claim(component.name, f"while adding {component!r}")
         self.components[component.name] = component
         return component
@@ -302,6 +303,15 @@ class Composite:
 
 
 Component = Union[Body, Composite]
+
+
+def _contains(outer: Component, inner: Component) -> bool:
+    """Whether ``inner`` is ``outer`` or nested anywhere inside it."""
+    if outer is inner:
+        return True
+    if not isinstance(outer, Composite):
+        return False
+    return any(_contains(c, inner) for c in outer.components.values())
 
 
 def resolve_feature(component: Component, path: str) -> tuple[str, pin.SE3]:
@@ -386,14 +396,16 @@ class Scene(Composite):
             self.placements[component.name] = _Placement(component.name, M, bool(fixed), vel, joint_name)
         return component
 
-    def build(self, initial: Mapping[str, object] | None = None, *, check_closure: float | None = None):
+    def build(self, initial: Mapping[str, object] | None = None, *, check_closure: float | bool = True):
         """Compile to a :class:`robots.builder.BuiltMechanism` (mechanism, q0, v0).
 
         Args:
             initial: ``{hinge name: value}`` initial hinge coordinates in the declared
                 sense (rad, m, rotations; see :mod:`robots.hinges`); others start at zero.
-            check_closure: if given, raise ModelError when a loop closure's error at
-                q0 exceeds this tolerance (m, rad).
+            check_closure: raise ModelError naming each loop closure whose error at q0
+                exceeds a tolerance (m, rad): ``True`` (default) for
+                :data:`robots.builder.CLOSURE_TOLERANCE`, a number for that tolerance,
+                ``False`` not to check (a pose the simulator's projection is to close).
         """
         from .builder import build_scene
 

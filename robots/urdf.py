@@ -67,6 +67,8 @@ def from_urdf(
     Raises ModelError, with the path in the message, if the file is missing or is
     not a valid URDF (or its meshes cannot be found).
     """
+    if not isinstance(path, (str, os.PathLike)):
+        raise ModelError(f"from_urdf: expected the path of a URDF file (str or os.PathLike), got {path!r}")
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise ModelError(f"URDF file not found: {path!r}")

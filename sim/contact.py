@@ -121,9 +121,15 @@ class FrictionTable:
 
 
 def _check_mu(m, what: str) -> tuple[float, float]:
-    ms, mk = (float(m), float(m)) if np.isscalar(m) else (float(m[0]), float(m[1]))
-    if ms < 0 or mk < 0 or mk > ms + 1e-12:
-        raise ControlkitError(f"friction {what}: need 0 <= mu_kinetic <= mu_static, got ({ms}, {mk})")
+    try:
+        if isinstance(m, (str, bytes)):
+            raise TypeError
+        ms, mk = (float(m), float(m)) if np.isscalar(m) else (float(m[0]), float(m[1]))
+    except (TypeError, ValueError, IndexError):
+        raise ControlkitError(f"friction {what}: expected a number mu or a pair (mu_static, mu_kinetic), "
+                              f"got {m!r}") from None
+    if not (np.isfinite(ms) and np.isfinite(mk)) or ms < 0 or mk < 0 or mk > ms + 1e-12:
+        raise ControlkitError(f"friction {what}: need finite 0 <= mu_kinetic <= mu_static, got ({ms}, {mk})")
     return ms, mk
 
 

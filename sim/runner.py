@@ -54,10 +54,54 @@ def load_script(path: str | Path):
     spec = importlib.util.spec_from_file_location(f"controlkit_script_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        raise ControlkitError(f"{path}: syntax error at line {exc.lineno}: {exc.msg}"
+                              + (f": {exc.text.strip()}" if exc.text else "")) from None
+    except ControlkitError:
+        raise
+    except Exception as exc:
+        raise ControlkitError(f"{path}: running the script raised {type(exc).__name__}: {exc}") from exc
     if not callable(getattr(module, "build", None)):
         raise ControlkitError(f"{path}: a scenario script must define build(**options) returning a Scenario")
     return module
+
+
+def build_scenario(module, options: dict) -> Scenario:
+    """``module.build(**options)``, checked: a Scenario, or a ControlkitError naming the script and options."""
+    where = getattr(module, "__file__", None) or module.__name__
+    shown = ", ".join(f"{k}={v!r}" for k, v in options.items())
+    try:
+        scn = module.build(**options)
+    except ControlkitError:
+        raise
+    except Exception as exc:
+        raise ControlkitError(f"{where}: build({shown}) raised {type(exc).__name__}: {exc}"
+                              + ("; check the --set values" if options else "")) from exc
+    if not isinstance(scn, Scenario) and not all(hasattr(scn, a) for a in ("sim", "name", "seconds")):
+        raise ControlkitError(f"{where}: build({shown}) returned {type(scn).__name__}, not a sim.runner.Scenario; "
+                              f"end build() with `return Scenario(name, description, sim, seconds, ...)`")
+    return scn
+
+
+def check_writable(folder: Path | None, *files) -> None:
+    """Raise a ControlkitError now (before a run) when outputs could not be written there."""
+    import os
+    import tempfile
+    if folder is not None:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=folder, prefix=".controlkit-write-check"):
+                pass
+        except OSError as exc:
+            raise ControlkitError(f"cannot write to the output folder {str(folder)!r} ({exc.strerror or exc}); "
+                                  f"choose another --out") from None
+    for f in files:
+        if f:
+            parent = Path(f).parent
+            if not parent.is_dir() or not os.access(parent, os.W_OK):
+                raise ControlkitError(f"cannot write {str(f)!r}: folder {str(parent)!r} does not exist or is not writable")
 
 
 def build_mechanism(model: dict):
@@ -85,8 +129,11 @@ def run_scenario(scn: Scenario, *, seconds: float | None = None, out: str | Path
         quiet: no progress bar, no printing.
     """
     from controlkit.report import Progress, export_html, format_statistics, plot_quantities, run_statistics
+    from .validation import run_duration
     sim = scn.sim
-    duration = scn.seconds if seconds is None else float(seconds)
+    duration = run_duration(scn.seconds if seconds is None else seconds)  # (before the progress bar uses it)
+    out = Path(out) if out is not None else None
+    check_writable(out if save else None, html, plot if scn.panels else None)  # before the run, not after it
     sim.recording.meta["model"] = scn.model
     sim.recording.meta["scenario"] = scn.name
     viewer = None
@@ -99,12 +146,15 @@ def run_scenario(scn: Scenario, *, seconds: float | None = None, out: str | Path
     progress = Progress(sim.t + duration, enabled=not quiet, start_time=sim.t)
     try:
         rec = sim.run(duration, progress=progress)
+    except ControlkitError as exc:
+        progress.close()
+        _save_partial(exc, scn, out if save else None, quiet)
+        raise
     finally:
         progress.close()
         if viewer is not None:
             viewer.close()
     written = []
-    out = Path(out) if out is not None else None
     if out is not None and save:
         out.mkdir(parents=True, exist_ok=True)
         written.append(rec.save(out / f"{scn.name}.npz"))
@@ -114,8 +164,22 @@ def run_scenario(scn: Scenario, *, seconds: float | None = None, out: str | Path
         written.append(plot_quantities(rec, scn.panels, Path(plot), title=scn.description, events=True))
     if not quiet:
         print(format_statistics(run_statistics(rec)))
+        for e in rec.events_of("undetermined"):
+            print(f"warning: at t = {e.time:.6g} s {e.description}")
         if scn.summary is not None:
             print(scn.summary(rec))
         for p in written:
             print(f"wrote {p}")
     return rec
+
+
+def _save_partial(exc: ControlkitError, scn: Scenario, out: Path | None, quiet: bool) -> None:
+    """Write the recording a failed run carries (up to the failure) to ``out``, and say so."""
+    rec = exc.recording
+    if out is None or rec is None or not len(rec):
+        return
+    rec.stats["failed"] = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+    path = rec.save(out / f"{scn.name}.npz")
+    if not quiet:
+        print(f"controlkit: the run failed at t = {rec.last_time():.6g} s; wrote the partial recording "
+              f"({len(rec)} samples) to {path}", file=sys.stderr)

@@ -28,13 +28,15 @@ import numpy as np
 from controlkit.dynamics import evaluate
 from controlkit.equations import EquationSet
 from controlkit.programs import ProgramRuntime
-from controlkit.errors import ControlkitError, ControlProgramError, SimulationError, SolverError, StateError
+from controlkit.errors import (ArgumentError, ControlkitError, SimulationError, SolverError,
+                               StateError)
 from controlkit.quantities import ControlTorques
 from controlkit.recording import Event, Recording
 
 from .events import ACCELERATION, VELOCITY, EventSource, crossed, isolate
 from .integrators import PinocchioSystem, make_integrator
 from .stabilization import project_positions, project_velocities
+from .validation import number as _number, run_duration
 
 
 class Simulator:
@@ -58,6 +60,12 @@ class Simulator:
             ``"hold_last_torques"``: when the control statements cannot be solved, keep the
             last solved torques (forward dynamics) until they can; each entry into and exit
             from the fallback is logged as a ``fallback`` event.
+        program_timeout: wall time (s) one step of a control program (its code between two
+            suspensions) may take before it is stopped with a ``ControlProgramError`` naming it
+            (a loop that never yields); None: no limit.
+
+    Every ``ControlkitError`` raised by :meth:`run` carries the recording up to and including
+    the state where the run failed (``exc.recording``) and the simulation time (``exc.time``).
     """
 
     def __init__(self, mech, q0=None, v0=None, *, dt: float = 1e-3, integrator: str = "rk4",
@@ -65,11 +73,31 @@ class Simulator:
                  project: bool = False, event_tolerance: float = 1e-6,
                  external_force: Callable | None = None, record: dict | None = None,
                  record_every: int = 1, max_step: float = np.inf, t0: float = 0.0,
-                 fallback: str | None = None):
-        if dt <= 0:
-            raise ControlkitError(f"Simulator: dt must be positive, got {dt}")
-        if event_tolerance <= 0:
-            raise ControlkitError(f"Simulator: event_tolerance must be positive, got {event_tolerance}")
+                 fallback: str | None = None, program_timeout: float | None = 10.0):
+        from controlkit.mechanism import Mechanism
+        if not isinstance(mech, Mechanism) and isinstance(getattr(mech, "mechanism", None), Mechanism):
+            mech = mech.mechanism  # (a built model: its mechanism)
+        if not isinstance(mech, Mechanism):
+            raise ArgumentError(f"Simulator: expected a controlkit Mechanism (e.g. robots.four_bar().mechanism), "
+                                f"got {type(mech).__name__}")
+        dt = _number("dt", dt, "s", positive=True)
+        event_tolerance = _number("event_tolerance", event_tolerance, "s", positive=True)
+        rtol, atol = _number("rtol", rtol, "", positive=True), _number("atol", atol, "", positive=True)
+        kp, kv = _number("kp", kp, "1/s^2", minimum=0.0), _number("kv", kv, "1/s", minimum=0.0)
+        max_step = _number("max_step", max_step, "s", positive=True, infinite=True)
+        t0 = _number("t0", t0, "s")
+        if program_timeout is not None:
+            program_timeout = _number("program_timeout", program_timeout, "s", positive=True, infinite=True)
+        self.program_timeout = program_timeout
+        if external_force is not None and not callable(external_force):
+            raise ArgumentError(f"Simulator: external_force must be a function f(t, mech) -> (nv,) generalized force "
+                                f"(N, N m), got {type(external_force).__name__}")
+        for name, qty in dict(record or {}).items():
+            if not callable(getattr(qty, "position", None)):
+                raise ArgumentError(f"Simulator: record[{name!r}] must be a quantity (e.g. FramePoint(mech, 'tool0')), "
+                                    f"got {type(qty).__name__}")
+        if isinstance(record_every, bool) or not isinstance(record_every, (int, np.integer)) or record_every < 1:
+            raise ArgumentError(f"Simulator: record_every must be a positive integer, got {record_every!r}")
         if fallback not in (None, "hold_last_torques"):
             raise ControlkitError(f"Simulator: fallback must be None or 'hold_last_torques', got {fallback!r}")
         self.fallback = fallback
@@ -108,13 +136,36 @@ class Simulator:
         f = None
         if self.external_force is not None:
             self.mech.set_state(q, v, check=False)  # the force may depend on the state evaluated
-            f = self.external_force(t, self.mech)
+            f = self._external(t)
         try:
             return evaluate(self.mech, self.equations, t, q, v, f).a
         except SolverError as exc:
             if self.fallback is None:
                 raise
             return self._hold_last(t, q, v, f, exc)
+
+    def _external(self, t: float) -> np.ndarray:
+        """The external force at (t, the mechanism's state), checked: (nv,) and finite."""
+        fn = self.external_force
+        try:
+            f = fn(t, self.mech)
+        except ControlkitError:
+            raise
+        except Exception as exc:
+            raise SimulationError(f"t = {t:.9g} s: external_force {getattr(fn, '__name__', fn)!r} raised "
+                                  f"{type(exc).__name__}: {exc}", t) from exc
+        try:
+            f = np.asarray(f, dtype=float)
+        except (TypeError, ValueError):
+            f = None
+        nv = self.mech.nv
+        if f is None or f.shape != (nv,):
+            raise StateError(f"t = {t:.9g} s: external_force must return the generalized force as a vector of nv = {nv} "
+                             f"numbers (N, N m), got {'a non-numeric value' if f is None else f'shape {f.shape}'}")
+        if not np.isfinite(f).all():
+            raise StateError(f"t = {t:.9g} s: external_force returned a non-finite force {f.tolist()} "
+                             f"(components {np.flatnonzero(~np.isfinite(f)).tolist()})")
+        return f
 
     def _hold_last(self, t, q, v, f, exc):
         self._in_fallback = True
@@ -202,8 +253,15 @@ class Simulator:
 
     # ------------------------------------------------------------- schedule
     def at(self, t: float, action: Callable[["Simulator"], None]) -> None:
-        """Schedule ``action(sim)`` at simulation time t (s); steps land exactly on it."""
-        heapq.heappush(self._timers, (float(t), next(self._timer_seq), action))
+        """Schedule ``action(sim)`` at simulation time t (s), now or later; steps land exactly on it."""
+        t = _number("at: time", t, "s")
+        if t < self.t - 1e-12:
+            raise ArgumentError(f"Simulator.at({t:g}, ...): {t:g} s is before the current simulation time "
+                                f"{self.t:g} s; schedule at a time >= {self.t:g} s")
+        if not callable(action):
+            raise ArgumentError(f"Simulator.at({t:g}, ...): the action must be a function action(sim), "
+                                f"got {type(action).__name__}")
+        heapq.heappush(self._timers, (t, next(self._timer_seq), action))
 
     def add_source(self, source: EventSource) -> None:
         """Watch an event source from now on."""
@@ -227,9 +285,17 @@ class Simulator:
         self._a = None
 
     # ----------------------------------------------------------------- loop
-    def run(self, duration: float, progress=None) -> Recording:
-        """Advance by ``duration`` seconds; returns the recording (also on error, attached to it)."""
-        t_end = self.t + float(duration)
+    def run(self, duration: float, progress=None, *, until: Callable[["Simulator"], bool] | None = None) -> Recording:
+        """Advance by ``duration`` seconds (or until ``until(sim)`` is true after a step); returns the recording.
+
+        ``duration`` must be a number >= 0; ``inf`` only with ``until`` (an explicit stop
+        condition). A ``ControlkitError`` raised during the run carries the recording up to and
+        including the state where it failed (``exc.recording``) and the time (``exc.time``).
+        """
+        duration = run_duration(duration, until is not None)
+        if until is not None and not callable(until):
+            raise ArgumentError(f"Simulator.run: until must be a function until(sim) -> bool, got {type(until).__name__}")
+        t_end = self.t + duration
         wall0 = _time.perf_counter()
         try:
             if self.steps == 0 and len(self.recording) == 0:
@@ -241,24 +307,38 @@ class Simulator:
                 self._one_step(t_end)
                 if progress is not None:
                     progress.update(self.t)
-        except ControlProgramError as exc:
-            self._record_reached_state()
-            exc.recording = self.recording
-            self._finish(wall0)
-            raise
+                if until is not None and until(self):
+                    break
         except ControlkitError as exc:
-            self._finish(wall0)
-            if not isinstance(exc, SimulationError):
-                raise
-            exc.recording = self.recording
+            self._keep_partial(exc)
             raise
-        self._finish(wall0)
+        finally:
+            if self.programs is not None:
+                self.programs.watchdog.stop()
+            self._finish(wall0)
         return self.recording
+
+    def _keep_partial(self, exc: ControlkitError) -> None:
+        """Attach the recording, up to and including the state where the run failed, to the error."""
+        mech = self.mech
+        failed_q, failed_v = mech._q, mech._v  # the state last evaluated: where a solve failed
+        t_fail = exc.time
+        if t_fail is None:
+            problem = getattr(exc, "problem", None)
+            t_fail = getattr(problem, "time", None)
+        self._record_reached_state()
+        rec = self.recording
+        if t_fail is not None and t_fail > self.t and failed_q is not self.q and \
+                failed_q.shape == self.q.shape and np.isfinite(failed_q).all() and np.isfinite(failed_v).all():
+            rec.append(t_fail, failed_q, failed_v, self._last_tau)  # a trial state inside the failed step
+        exc.recording = rec
+        if exc.time is None:
+            exc.time = self.t if t_fail is None else t_fail
 
     def _record_reached_state(self):
         """Keep the last integrated state in the recording when a run stops on an error."""
         rec = self.recording
-        if len(rec) == 0 or rec.t[-1] < self.t:
+        if len(rec) == 0 or rec.last_time() < self.t:
             rec.append(self.t, self.q, self.v, self._last_tau)
 
     def _finish(self, wall0):
@@ -439,12 +519,61 @@ class Simulator:
         self._restart = True
         self._a = None
 
+    #: speed (rad/s or m/s) the motion the default chooses may gain over its first value before a warning
+    FREE_SPEED = 0.1
+    _free_since = None  # (t, speed) when the statements last started to leave motion to the default
+    _free_warned = False
+
+    def _watch_undetermined(self) -> None:
+        """Warn once (an ``undetermined`` event) when the statements leave directions of motion to
+        the default (least squared torques) and the velocity along them grows: a task that fixes
+        fewer directions than the robot has, with nothing else to hold the rest (a wrist spinning
+        up under a tool-position task)."""
+        sol = self.mech.solution
+        U = getattr(sol, "undetermined", None)
+        if U is None or self._free_warned:
+            self._free_since = None
+            return
+        V, sv, _ = np.linalg.svd(U, full_matrices=False)
+        V = V[:, sv > 1e-9 * max(1.0, float(sv[0]) if sv.size else 0.0)]
+        if not V.shape[1]:
+            return
+        speed = float(np.linalg.norm(V.T.dot(self.v)))
+        if self._free_since is None:
+            self._free_since = (self.t, speed)
+            return
+        t0, s0 = self._free_since
+        if speed <= 2.0 * s0 + self.FREE_SPEED:
+            return
+        self._free_warned = True
+        joints = _joint_shares(self.mech, V)
+        names = ", ".join(f"{n} ({w:.2f})" for n, w in joints)
+        self.log("undetermined",
+                 f"the control statements leave {V.shape[1]} direction(s) of motion to the default (least squared "
+                 f"torques) and the velocity along them grew from {s0:.3g} at t = {t0:.6g} s to {speed:.3g} (rad/s, m/s); "
+                 f"free joints (share): {names}. Add equations or costs for them, or declare uncontrolled joints "
+                 f"actuated=False", joints=[n for n, _ in joints], directions=int(V.shape[1]), speed=speed)
+
     def _record(self, force=False):
+        self._watch_undetermined()
         if not force and self.steps % self.record_every:
             return
         mech = self.mech
         vals = {name: np.atleast_1d(qty.position(mech)).ravel() for name, qty in self.record_quantities.items()}
         self.recording.append(self.t, self.q, self.v, mech.solution.tau, vals)
+
+
+def _joint_shares(mech, V: np.ndarray) -> list[tuple[str, float]]:
+    """Joints taking part in the motions spanned by the orthonormal V (nv, k), with their share in
+    [0, 1] (the norm of their rows of V), largest first; shares below 0.2 left out."""
+    model = mech.model
+    out = []
+    for j in range(1, model.njoints):
+        jm = model.joints[j]
+        w = float(np.linalg.norm(V[jm.idx_v:jm.idx_v + jm.nv]))
+        if w >= 0.2:
+            out.append((model.names[j], w))
+    return sorted(out, key=lambda x: -x[1])
 
 
 def _fired(sources, before: list[np.ndarray], now: list[np.ndarray]) -> list:

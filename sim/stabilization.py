@@ -23,6 +23,7 @@ import numpy as np
 from scipy.linalg import solve_triangular
 
 from controlkit.errors import ControlkitError, SimulationError
+from controlkit.singular import without_noise_rows
 
 __all__ = [
     "StabilizationError",
@@ -96,7 +97,11 @@ def stack_jacobians(constraints: Iterable, nv: int = 0) -> np.ndarray:
     cons = _as_list(constraints)
     if not cons:
         return np.zeros((0, nv))
-    return np.vstack([np.asarray(c.jacobian(), dtype=float) for c in cons])
+    # (reshaped: Pinocchio hands a one-dof mechanism's Jacobian rows over as a vector); rows of
+    # rounding noise (a closure made redundant by a joint at its centre) are exact zeros, so the
+    # relative rank thresholds below never take them for constraints
+    nv = cons[0].mech.nv
+    return without_noise_rows(np.vstack([np.asarray(c.jacobian(), dtype=float).reshape(-1, nv) for c in cons]))
 
 
 def stack_drifts(constraints: Iterable) -> np.ndarray:
@@ -133,7 +138,7 @@ def baumgarte_rhs(constraints: Iterable, kp: float = DEFAULT_KP, kv: float = DEF
     rows = []
     for c in cons:
         phi = np.asarray(c.error(), dtype=float).reshape(-1)
-        Jv = np.asarray(c.jacobian(), dtype=float) @ v
+        Jv = np.asarray(c.jacobian(), dtype=float).reshape(-1, mech.nv) @ v
         rows.append(-(kv * Jv + kp * phi) - np.asarray(c.drift(), dtype=float).reshape(-1))
     return np.concatenate(rows)
 

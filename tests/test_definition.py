@@ -258,7 +258,7 @@ def test_closing_a_loop_adds_the_matching_constraint(factory, cls, size):
 
 
 def test_revolute_loop_closure_frames_follow_the_hinge_axis():
-    mech = ring(lambda: Revolute((0, 1, 0))).build(initial={"h1": 0.2, "h2": -0.3}).mechanism
+    mech = ring(lambda: Revolute((0, 1, 0))).build(initial={"h1": 0.2, "h2": -0.3}, check_closure=False).mechanism
     # at q0 with a bent linkage the closure frames are apart, but each keeps its z on the hinge axis (world y)
     for f in ("close.parent", "close.child"):
         assert np.allclose(world(mech, f).rotation[:, 2], [0, 1, 0])
