@@ -85,3 +85,12 @@ def test_the_first_controller_is_the_reach_and_hold_the_issue_asks_for():
     code = "\n".join(c for lang, c in blocks("first-controller") if lang == "python")
     for needle in ("position_with_quintic", "orient_with_pd", "ctl.until", "< 1e-3", "position_with_pd"):
         assert needle in code, needle
+
+
+def test_make_test_says_it_will_install_chromium_before_apt_get_does():
+    recipe = subprocess.run(["make", "-n", "-C", str(REPO), "browser"], capture_output=True, text=True).stdout
+    said = recipe.find("installing them now with apt-get install (as root)")
+    assert 0 <= said < recipe.find("apt-get update"), recipe
+    assert "test_browser.py" in recipe[:said]  # and why: the real-browser tests
+    make = (REPO / "Makefile").read_text()
+    assert re.search(r"^test: .*\bbrowser\b", make, re.M)  # make test runs that recipe first
