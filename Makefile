@@ -32,7 +32,7 @@ demo: $(STAMP)
 browser:
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
 	  { echo "make test: the real-browser tests (tests/test_browser.py) need Debian's chromium and chromium-driver;"; \
-	    echo "make test: installing them now with apt-get (as root; skip with: make)"; \
+	    echo "make test: installing them now with apt-get install (as root)"; \
 	    (apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null) || \
 	    echo "browser: could not install chromium; browser tests will skip"; }
 
