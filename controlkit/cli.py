@@ -166,7 +166,8 @@ def _cmd_info(args) -> int:
     print("joints:   " + ", ".join(f"{m.names[j]} ({m.joints[j].shortname().replace('JointModel', '')}, "
                                    f"{m.joints[j].nv} dof)" for j in range(1, m.njoints)))
     feats = mech.features()
-    print("features: " + (", ".join(feats) if feats else "(none)"))
+    print("features: " + (", ".join(feats) if feats else
+                          "none declared (a URDF model: programs name its link frames, listed as bodies)"))
     print()
     print(format_equations(mech))
     return 0

@@ -164,3 +164,8 @@ def test_live_keeps_serving_for_live_seconds_then_stops():
     assert time.monotonic() - t0 >= 1.5
     url = p.stdout.splitlines()[0].removeprefix("live view: ")
     assert url.startswith("http://127.0.0.1:") and f"serving the live view at {url} for 1.5 s" in p.stdout
+
+
+def test_info_on_a_urdf_robot_says_where_its_frames_are():
+    out = run("info", "ur5").stdout
+    assert "features: none declared (a URDF model" in out and "tool0" in out
