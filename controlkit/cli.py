@@ -63,10 +63,10 @@ def _run_script(path: Path, args) -> int:
     if args.integrator:
         options["integrator"] = args.integrator
     scn = module.build(**options)
-    if not scn.model and (args.out or args.html):
-        print(f"note: scenario {scn.name!r} has no model= description: its saved recording cannot be "
-              "replayed later with `controlkit replay` (this run's --html replay is written as usual)",
-              file=sys.stderr)
+    if not scn.model and args.out:
+        print(f"note: scenario {scn.name!r} gives no model= (how to rebuild its mechanism): the recording "
+              f"saved in {args.out} cannot be replayed later with `controlkit replay`; --html writes a "
+              "replay now", file=sys.stderr)
     out = Path(args.out) if args.out else None
     folder = out if out is not None else Path(".")
     # --html / --plot without a file name write NAME.html / NAME.png into --out (or here)
@@ -108,16 +108,26 @@ def _live_viewer(scn, args):
 
 
 def _serve_live(viewer, rec, seconds: float | None) -> None:
-    """Keep the live view up after the run, replaying it, until Ctrl-C or ``seconds`` of wall time."""
+    """Keep the live view up after the run, replaying it in real time, until Ctrl-C or ``seconds``
+    of wall time."""
     import time
     end = None if seconds is None else time.monotonic() + seconds
     print(f"serving the live view at {viewer.url()} "
           + ("until Ctrl-C" if end is None else f"for {seconds:g} s (Ctrl-C stops)"), flush=True)
+    idx = rec.frame_indices(30.0)
     try:
         while end is None or time.monotonic() < end:
-            if len(rec) > 1 and (end is None or end - time.monotonic() > 0.1):
-                viewer.play(rec)  # the run again, in real time
-            time.sleep(0.1 if end is None else max(0.0, min(0.1, end - time.monotonic())))
+            wall0, t0 = time.monotonic(), rec.t[idx[0]]
+            for i in idx:
+                wait = wall0 + (rec.t[i] - t0) - time.monotonic()
+                if end is not None:
+                    wait = min(wait, end - time.monotonic())
+                if wait > 0:
+                    time.sleep(wait)
+                if end is not None and time.monotonic() >= end:
+                    return
+                viewer.display(rec.q[i])
+            time.sleep(0.5 if end is None else max(0.0, min(0.5, end - time.monotonic())))
     except KeyboardInterrupt:
         print("live view stopped", flush=True)
 

@@ -86,6 +86,10 @@ def test_run_executes_a_users_script(tmp_path):
         "    return Scenario('mine', 'four-bar', sim, 0.1, summary=lambda r: f'samples {len(r)}')\n")
     p = run("run", str(script), "--integrator", "semi_implicit_euler")
     assert "samples 51" in p.stdout
+    assert "cannot be replayed" not in p.stderr  # nothing saved: nothing to warn about
+    saved = run("run", str(script), "--out", str(tmp_path / "o"))
+    assert "gives no model=" in saved.stderr and "cannot be replayed later" in saved.stderr
+    assert (tmp_path / "o" / "mine.npz").exists()
 
 
 def test_set_passes_options_to_build_and_names_the_valid_ones(tmp_path):

@@ -57,7 +57,7 @@ def robot_size(lo: np.ndarray, hi: np.ndarray) -> float:
 def floor_extent(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
     """(xy lower corner, xy upper corner, height z) of a floor under the whole path (m)."""
     size = robot_size(lo, hi)
-    margin = max(0.5 * size, 0.5)
+    margin = max(1.5 * size, 1.0)  # the floor reaches well behind the robot, not just under it
     xy_lo = lo[:, :2].min(axis=0) - margin
     xy_hi = hi[:, :2].max(axis=0) + margin
     z = float(lo[:, 2].min()) - 0.002 * size  # just under the soles: no flicker where they touch
