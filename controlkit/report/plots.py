@@ -63,7 +63,6 @@ def figure_quantities(recording, panels: Sequence, *, title: str | None = None, 
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
-    from matplotlib.ticker import MaxNLocator
 
     specs = [_panel_spec(p) for p in panels]
     if not specs:
@@ -93,38 +92,7 @@ def figure_quantities(recording, panels: Sequence, *, title: str | None = None, 
     axes = fig.subplots(rows, columns, squeeze=False,
                         gridspec_kw=_grid(fig_w, fig_h, rows, columns, top, bottom, gap_h))
     for ax, (name, comp, label) in zip(axes.flat, specs):
-        X = data[name]
-        k = X.shape[1]
-        cols = list(range(k)) if comp is None else [comp]
-        Y = X[:, cols]
-        unit = recording.units.get(name, "")
-        scale, unit_text = _y_scale(Y, unit)
-        for i, y in zip(cols, Y.T):
-            keep = _envelope(y)
-            ax.plot(t[keep], y[keep] / scale, lw=1.1, color=None if len(cols) > 1 else _LINE_COLOR,
-                    label=_component_name(i % k, k) if len(cols) > 1 else None)
-        if len(cols) > 1:
-            ax.legend(fontsize=7, frameon=False, loc="best", handlelength=1.2)
-            default_title = name
-        else:
-            default_title = f"{name} {_component_name(comp % k, k)}" if k > 1 else name
-        shown = label or default_title
-        _mark_events(ax, event_list, kinds)
-        ax.set_title(shown, fontsize=9, pad=4 + 72 * strip)  # above the event ticks
-        ax.set_ylabel(f"{shown} [{unit_text}]" if unit_text else shown, fontsize=8)
-        ax.set_xlabel("t [s]", fontsize=8)
-        ax.tick_params(labelsize=7)
-        # no offset and no "1e-13" above the axes: a scale goes into the unit, a constant is written out
-        ax.ticklabel_format(axis="y", useOffset=False, style="plain")
-        ax.xaxis.set_major_locator(MaxNLocator(5))
-        ax.yaxis.set_major_locator(MaxNLocator(4))
-        _note_constant(ax, Y / scale, unit_text)
-        ax.grid(True, lw=0.4, alpha=0.5)
-        for side in ("top", "right"):
-            ax.spines[side].set_visible(False)
-        if len(t):
-            ax.set_xlim(t[0], t[-1] if t[-1] > t[0] else t[0] + 1.0)
-        ax.controlkit_quantity = name
+        _draw_panel(ax, recording, t, data[name], name, comp, label, event_list, kinds, strip)
     for ax in axes.flat[len(specs):]:
         ax.set_visible(False)
     if title:
@@ -137,6 +105,42 @@ def figure_quantities(recording, panels: Sequence, *, title: str | None = None, 
         fig.legend(handles=handles, loc="lower center", ncols=min(len(kinds), 6), fontsize=7,
                    frameon=False, title="events (ticks above each graph)", title_fontsize=7)
     return fig
+
+
+def _draw_panel(ax, recording, t, X, name, comp, label, event_list, kinds, strip: float) -> None:
+    """One graph: the quantity's component(s) against time, labels, event ticks, a constant's note."""
+    from matplotlib.ticker import MaxNLocator
+
+    k = X.shape[1]
+    cols = list(range(k)) if comp is None else [comp]
+    Y = X[:, cols]
+    scale, unit_text = _y_scale(Y, recording.units.get(name, ""))
+    for i, y in zip(cols, Y.T):
+        keep = _envelope(y)
+        ax.plot(t[keep], y[keep] / scale, lw=1.1, color=None if len(cols) > 1 else _LINE_COLOR,
+                label=_component_name(i % k, k) if len(cols) > 1 else None)
+    if len(cols) > 1:
+        ax.legend(fontsize=7, frameon=False, loc="best", handlelength=1.2)
+        default_title = name
+    else:
+        default_title = f"{name} {_component_name(comp % k, k)}" if k > 1 else name
+    shown = label or default_title
+    _mark_events(ax, event_list, kinds)
+    ax.set_title(shown, fontsize=9, pad=4 + 72 * strip)  # above the event ticks
+    ax.set_ylabel(f"{shown} [{unit_text}]" if unit_text else shown, fontsize=8)
+    ax.set_xlabel("t [s]", fontsize=8)
+    ax.tick_params(labelsize=7)
+    # no offset and no "1e-13" above the axes: a scale goes into the unit, a constant is written out
+    ax.ticklabel_format(axis="y", useOffset=False, style="plain")
+    ax.xaxis.set_major_locator(MaxNLocator(5))
+    ax.yaxis.set_major_locator(MaxNLocator(4))
+    _note_constant(ax, Y / scale, unit_text)
+    ax.grid(True, lw=0.4, alpha=0.5)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    if len(t):
+        ax.set_xlim(t[0], t[-1] if t[-1] > t[0] else t[0] + 1.0)
+    ax.controlkit_quantity = name
 
 
 def plot_quantities(recording, panels: Sequence, path, *, title: str | None = None, columns: int = 3,
