@@ -78,9 +78,9 @@ def export_html(
         title: page title (default: the mechanism's name).
         follow: start with the camera following the robot (it keeps its angle and
             distance and moves with the robot's smoothed centre); None (default): follow
-            when the robot travels farther than half its own size, e.g. a walking biped,
-            not a fixed-base arm. The page's "follow robot" box switches between the
-            following camera and the fixed view of the whole motion (``camera``).
+            when ``camera`` is ``"auto"`` and the robot travels farther than half its own
+            size (a walking biped, not a fixed-base arm). The page's "follow robot" box
+            switches between the following camera and the fixed view of the whole motion.
         floor: draw a floor (sand colour with a grid) under the robot's whole path, just
             below the lowest point it reaches, instead of meshcat's 20 m x 20 m grid.
         loop: the animation repeats (the page's "loop" box turns it off).
@@ -139,6 +139,8 @@ def export_html(
         vis.set_animation(anim, play=autoplay, repetitions=float("inf") if loop else 1)
 
     lo, hi = stage.robot_boxes(seen)
+    if follow is None and not (isinstance(camera, str) and camera == "auto"):
+        follow = False  # a camera the caller placed is the view they asked for
     stage_info = _stage(vis, t[idx] - t0, lo, hi, seen, floor, follow)
     cam = None
     if isinstance(camera, str) and camera == "auto":
