@@ -107,14 +107,14 @@ def ur5_reach_recording(mech: Mechanism) -> Recording:
     return rec
 
 
-def biped_walk_recording(mech: Mechanism, metres: float = 15.0) -> Recording:
-    """The biped's base moving ``metres`` along x at 1 m/s while its legs swing (50 Hz samples)."""
+def biped_walk_recording(mech: Mechanism, q0: np.ndarray, metres: float = 15.0) -> Recording:
+    """The biped standing at ``q0``, its base moving ``metres`` along x at 1 m/s while its legs
+    swing (50 Hz samples)."""
     rec = Recording(mech.nq, mech.nv, mech.ntau)
-    q0 = mech.neutral()
     for k in range(int(50 * metres) + 1):
         t = 0.02 * k
         q = q0.copy()
-        q[0] = t
+        q[0] += t
         swing = 0.4 * np.sin(2 * np.pi * t)
         for start, sign in ((7, 1.0), (17, -1.0)):  # the hips' quaternions (x, y, z, w)
             q[start:start + 4] = pin.Quaternion(pin.exp3(np.array([0.0, sign * swing, 0.0]))).coeffs()
@@ -289,8 +289,8 @@ def test_replay_keeps_the_robot_in_view_on_a_floor(browser, ur5, robot, tmp_path
     if robot == "ur5":
         mech, rec = ur5, ur5_reach_recording(ur5)
     else:
-        mech = robots.biped().mechanism
-        rec = biped_walk_recording(mech)
+        built = robots.biped()
+        mech, rec = built.mechanism, biped_walk_recording(built.mechanism, built.q0)
     path = export_html(mech, rec, tmp_path / f"{robot}.html", fps=30)
     browser.get(path.resolve().as_uri())
     wait_for_robot(browser, mech.visual_model.ngeoms)
