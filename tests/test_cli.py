@@ -173,3 +173,13 @@ def test_live_keeps_serving_for_live_seconds_then_stops():
 def test_info_on_a_urdf_robot_says_where_its_frames_are():
     out = run("info", "ur5").stdout
     assert "features: none declared (a URDF model" in out and "tool0" in out
+
+
+def test_every_example_runs_on_its_own():
+    """Each examples/*.py has a __main__ block (ur5_phases' is run by the guide's test)."""
+    import ast
+    from pathlib import Path
+    for path in sorted((Path(__file__).resolve().parents[1] / "examples").glob("*.py")):
+        tree = ast.parse(path.read_text())
+        mains = [n for n in tree.body if isinstance(n, ast.If) and "__main__" in ast.unparse(n.test)]
+        assert mains, f"{path.name} does nothing when run as a script"
