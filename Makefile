@@ -4,8 +4,9 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TSTAMP := $(VENV)/.installed-test
+DSTAMP := $(VENV)/.installed-docs
 
-.PHONY: demo test bench browser clean
+.PHONY: demo test docs bench browser clean
 
 $(VPY):
 	$(PY) -m venv $(VENV)
@@ -17,19 +18,30 @@ $(STAMP): pyproject.toml | $(VPY)
 
 $(TSTAMP): pyproject.toml | $(VPY)
 	$(VPY) -m pip install -q -e '.[test]'
+	touch $@ $(STAMP) $(DSTAMP)
+
+$(DSTAMP): pyproject.toml | $(VPY)
+	$(VPY) -m pip install -q -e '.[docs]'
 	touch $@ $(STAMP)
 
 demo: $(STAMP)
-	$(VENV)/bin/controlkit demo --default --out out
+	$(VENV)/bin/controlkit demo --default --out out --html --plot
 
-# Real-browser tests need Debian's chromium + chromedriver; installed here when missing.
+# Real-browser tests need Debian's chromium + chromedriver; installed here when missing
+# (apt-get as root: say so before doing it).
 browser:
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
-	  { (apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null) || \
+	  { echo "make test: the real-browser tests (tests/test_browser.py) need Debian's chromium and chromium-driver;"; \
+	    echo "make test: installing them now with apt-get install (as root)"; \
+	    (apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null) || \
 	    echo "browser: could not install chromium; browser tests will skip"; }
 
 test: $(TSTAMP) browser
 	$(VPY) -m pytest
+
+# the user guide and API reference, offline, into site/ (warnings are errors; the tests build it too)
+docs: $(DSTAMP)
+	$(VPY) -m mkdocs build --strict --site-dir site
 
 # Benchmarks against MuJoCo and PyBullet (the `bench` extra, installed once); writes bench/results/report.md.
 bench: $(STAMP)
@@ -37,4 +49,4 @@ bench: $(STAMP)
 	$(VPY) bench/run_all.py
 
 clean:
-	rm -rf $(VENV) out
+	rm -rf $(VENV) out site

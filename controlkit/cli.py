@@ -68,19 +68,73 @@ def _run_script(path: Path, args) -> int:
                                   f"options: {', '.join(params) or '(none)'})")
         options["integrator"] = args.integrator
     scn = build_scenario(module, options)
+    if not scn.model and args.out:
+        print(f"note: scenario {scn.name!r} gives no model= (how to rebuild its mechanism): the recording "
+              f"saved in {args.out} cannot be replayed later with `controlkit replay`; --html writes a "
+              "replay now", file=sys.stderr)
     out = Path(args.out) if args.out else None
-    html = args.html
-    plot = args.plot
     folder = out if out is not None else Path(".")
-    if out is not None:  # with --out the replay and plot are written there unless named
-        html = html or "auto"
-        plot = plot or "auto"
-    if html == "auto":
-        html = folder / f"{scn.name}.html"
-    if plot == "auto":
-        plot = folder / f"{scn.name}.png"
-    run_scenario(scn, seconds=args.seconds, out=out, html=html, plot=plot, live=args.live, quiet=args.quiet)
+    # --html / --plot without a file name write NAME.html / NAME.png into --out (or here)
+    html = folder / f"{scn.name}.html" if args.html == "auto" else args.html
+    plot = folder / f"{scn.name}.png" if args.plot == "auto" else args.plot
+    if not args.quiet:
+        _print_control_events(scn.sim)
+    viewer = _live_viewer(scn, args) if args.live else None
+    try:
+        rec = run_scenario(scn, seconds=args.seconds, out=out, html=html, plot=plot, quiet=args.quiet)
+        if viewer is not None:
+            _serve_live(viewer, rec, args.live_seconds)
+    finally:
+        if viewer is not None:
+            viewer.close()
     return 0
+
+
+def _print_control_events(sim) -> None:
+    """Print the programs' ``ctl.log`` lines and phase changes (control events) as they happen."""
+    record = sim.recording.log_event
+
+    def log_event(event):
+        record(event)
+        if event.kind == "control":
+            extra = "  " + ", ".join(f"{k}={v}" for k, v in event.data.items()) if event.data else ""
+            print(f"[{event.time:9.4f} s] {event.description}{extra}", flush=True)
+
+    sim.recording.log_event = log_event
+
+
+def _live_viewer(scn, args):
+    """A live meshcat view of the scenario's robot, updated every 20 steps while it runs."""
+    from .report import Viewer
+    viewer = Viewer(scn.sim.mech)
+    print(f"live view: {viewer.url()}", flush=True)
+    scn.sim.control_phase.append(lambda s: viewer.display(s.q) if s.steps % 20 == 0 else None)
+    return viewer
+
+
+def _serve_live(viewer, rec, seconds: float | None) -> None:
+    """Keep the live view up after the run, replaying it in real time, until Ctrl-C or ``seconds``
+    of wall time."""
+    import time
+    end = None if seconds is None else time.monotonic() + seconds
+    print(f"serving the live view at {viewer.url()} "
+          + ("until Ctrl-C" if end is None else f"for {seconds:g} s (Ctrl-C stops)"), flush=True)
+    idx = rec.frame_indices(30.0)
+    try:
+        while end is None or time.monotonic() < end:
+            wall0, t0 = time.monotonic(), rec.t[idx[0]]
+            for i in idx:
+                wait = wall0 + (rec.t[i] - t0) - time.monotonic()
+                if end is not None:
+                    wait = min(wait, end - time.monotonic())
+                if wait > 0:
+                    time.sleep(wait)
+                if end is not None and time.monotonic() >= end:
+                    return
+                viewer.display(rec.q[i])
+            time.sleep(0.5 if end is None else max(0.0, min(0.5, end - time.monotonic())))
+    except KeyboardInterrupt:
+        print("live view stopped", flush=True)
 
 
 def _build_options(build, settings: list[str]) -> dict:
@@ -127,7 +181,8 @@ def _cmd_info(args) -> int:
     print("joints:   " + ", ".join(f"{m.names[j]} ({m.joints[j].shortname().replace('JointModel', '')}, "
                                    f"{m.joints[j].nv} dof)" for j in range(1, m.njoints)))
     feats = mech.features()
-    print("features: " + (", ".join(feats) if feats else "(none)"))
+    print("features: " + (", ".join(feats) if feats else
+                          "none declared (a URDF model: programs name its link frames, listed as bodies)"))
     print()
     print(format_equations(mech))
     return 0
@@ -139,14 +194,25 @@ def _cmd_replay(args) -> int:
     from .report import export_html
     rec = Recording.load(args.file)
     mech = build_mechanism(rec.meta.get("model", {}))
-    path = export_html(mech, rec, Path(args.html), fps=args.fps)
+    html = Path(args.html) if args.html else Path(args.file).with_suffix(".html")
+    path = export_html(mech, rec, html, fps=args.fps)
     print(f"wrote {path}")
     return 0
 
 
 def _cmd_compare(args) -> int:
-    from .studies.compare import main as compare_main
-    return compare_main([args.task, *args.rest])
+    from .studies.compare import DEFAULT_CLOCKS, compare
+    options = {"mass_error": 0.1, "clocks": list(DEFAULT_CLOCKS)}
+    for item in args.set or []:
+        name, sep, text = item.partition("=")
+        if not sep or name.strip() not in options:
+            raise ControlkitError(f"--set {item!r}: compare takes --set mass_error=F or --set clocks=[S, ...]")
+        options[name.strip()] = ast.literal_eval(text)
+    mass_error = args.mass_error if args.mass_error is not None else options["mass_error"]
+    seconds = args.seconds if args.seconds is not None else args.duration
+    compare(args.task, clocks=args.clocks or options["clocks"], mass_error=mass_error, duration=seconds,
+            out=args.out, quiet=args.quiet)
+    return 0
 
 
 def _cmd_sweep(args) -> int:
@@ -192,14 +258,18 @@ def _parser() -> argparse.ArgumentParser:
 
     def run_options(sp):
         sp.add_argument("--seconds", type=float, help="simulated duration (s); default the demo's own")
-        sp.add_argument("--html", nargs="?", const="auto", help="write an offline HTML replay (default NAME.html)")
-        sp.add_argument("--plot", nargs="?", const="auto", help="write the plot, PNG or SVG (default NAME.png)")
-        sp.add_argument("--out", help="folder for the recording, replay and plot")
-        sp.add_argument("--live", action="store_true", help="show a live meshcat view while running")
-        sp.add_argument("--integrator", help="euler, semi_implicit_euler, rk4, abm4 or dopri5")
-        sp.add_argument("--quiet", action="store_true", help="no progress bar and no printing")
         sp.add_argument("--set", action="append", metavar="NAME=VALUE",
                         help="an option of the demo's build() (repeatable), e.g. --set mass_error=0.1")
+        sp.add_argument("--html", nargs="?", const="auto", help="write an offline HTML replay (default NAME.html)")
+        sp.add_argument("--plot", nargs="?", const="auto", help="write the plot, PNG or SVG (default NAME.png)")
+        sp.add_argument("--out", help="folder for the recording (NAME.npz) and for --html/--plot without a name")
+        sp.add_argument("--live", action="store_true",
+                        help="show a live meshcat view while running; it keeps serving until Ctrl-C")
+        sp.add_argument("--live-seconds", type=float, metavar="N",
+                        help="with --live: stop serving N s (wall time) after the run")
+        sp.add_argument("--integrator", help="euler, semi_implicit_euler, rk4, abm4, dopri5 or dop853")
+        sp.add_argument("--quiet", action="store_true",
+                        help="no progress bar and no printing (the programs' log lines included)")
 
     d = sub.add_parser("demo", help="list the demos, or run one", description="List the demos, or run one.")
     d.add_argument("name", nargs="?", help="demo name (omit to list them)")
@@ -217,14 +287,23 @@ def _parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("replay", help="write an HTML replay of a saved recording",
                         description="Write an offline HTML replay of a saved recording (.npz).")
     rp.add_argument("file", help="recording written by a run (.npz)")
-    rp.add_argument("--html", required=True, help="output HTML file")
+    rp.add_argument("--html", help="output HTML file (default: the recording's name with .html)")
     rp.add_argument("--fps", type=float, default=30.0, help="frames per simulated second")
     rp.set_defaults(fn=_cmd_replay)
     c = sub.add_parser("compare", help="one task under inverse, computed-torque and joint-PD control",
                        description="Run one task under inverse dynamic control, computed torque at several "
                                    "clocks (with and without model error) and joint PD; print a table, write plots.")
     c.add_argument("task", help="redundant_arm, panda_circle, ur5_circle or biped_stance")
-    c.add_argument("rest", nargs=argparse.REMAINDER, help="options passed on (--out DIR, --duration S, ...)")
+    c.add_argument("--seconds", type=float, help="simulated duration (s); default the task's own")
+    c.add_argument("--set", action="append", metavar="NAME=VALUE",
+                   help="mass_error=F (relative mass error of the model-error controller, default 0.1) "
+                        "or clocks=[S, ...] (computed-torque controller periods, s)")
+    c.add_argument("--out", default="out", help="folder for the overlay plot (default out)")
+    c.add_argument("--quiet", action="store_true", help="print nothing")
+    # the names before the options were made one set across the subcommands
+    c.add_argument("--duration", type=float, help=argparse.SUPPRESS)
+    c.add_argument("--mass-error", type=float, help=argparse.SUPPRESS)
+    c.add_argument("--clocks", type=float, nargs="+", help=argparse.SUPPRESS)
     c.set_defaults(fn=_cmd_compare)
     _sweep_parser(sub)
     return p

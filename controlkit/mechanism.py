@@ -292,8 +292,10 @@ class Mechanism:
         """M^-1 b at the state, b (nv,) or (nv, k): a product with :meth:`mass_inverse`."""
         return self.mass_inverse().dot(b)
 
-    def frame_placement(self, fid: int) -> pin.SE3:
-        """World placement of a frame at the state."""
+    def frame_placement(self, frame: int | str) -> pin.SE3:
+        """World placement of a frame (a name, e.g. ``"tool0"``, or a Pinocchio frame id) at the
+        state set by :meth:`set_state` (m, world frame)."""
+        fid = self.frame_id(frame) if isinstance(frame, str) else frame
         return self.kinematics().oMf[fid]
 
     def frame_jacobian(self, fid: int) -> np.ndarray:

@@ -83,7 +83,7 @@ class FramePoint(Quantity):
     size, unit = 3, "m"
 
     def __init__(self, mech, frame: str, offset=None):
-        self.frame = frame
+        self.frame, self.mechanism = frame, mech
         self.fid = mech.frame_id(frame)
         self.offset = np.zeros(3) if offset is None else np.asarray(offset, dtype=float).reshape(3)
         # (a program may ask for a point at every step: no numpy reduction for the common no offset)
@@ -93,8 +93,9 @@ class FramePoint(Quantity):
     def _r(self, mech):
         return mech.kinematics().oMf[self.fid].rotation.dot(self.offset)
 
-    def position(self, mech):
-        M = mech.kinematics().oMf[self.fid]
+    def position(self, mech=None):
+        """The point's world position (3,), m, at ``mech``'s state (default: the mechanism it was made for)."""
+        M = (self.mechanism if mech is None else mech).kinematics().oMf[self.fid]
         return M.translation + (M.rotation.dot(self.offset) if self._has_offset else 0.0)
 
     def jacobian(self, mech):

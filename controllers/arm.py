@@ -22,7 +22,7 @@ approximately (the observation of Hsu, Hauser and Sastry the thesis builds on). 
 arm the maximum over the self-motion manifold (:func:`best_manipulability`) lies about 4%
 higher, at unequal angles, so a naive cost whose self-motion happens to drift toward it
 is above the two-phase algorithm for a while: on the tilted circle of
-``sim.compare.ARM_CIRCLE`` (after the example's phase 1) the squared-acceleration cost is
+``controlkit.studies.compare.ARM_CIRCLE`` (after the example's phase 1) the squared-acceleration cost is
 up to 1.4% above it during 0.8 s of the first turn, before it drifts on to 0.40 of it.
 On reaches toward the edge of the workspace (:func:`reach_path`, the example's default)
 both naive costs' drift lowers the manipulability from the start, and the two-phase

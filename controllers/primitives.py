@@ -55,9 +55,10 @@ def _pd(ctl, name, quantity, target, dt, thesis_time_constant):
     return T
 
 
-def position_with_pd(ctl, name: str, body: str, x_desired, dt: float, *, thesis_time_constant=False) -> float:
-    """Move a body's origin to ``x_desired`` (3,), m, within 1% in ``dt`` s; returns T (s)."""
-    return _pd(ctl, name, ctl.point(body), np.asarray(x_desired, float), dt, thesis_time_constant)
+def position_with_pd(ctl, name: str, frame: str, x_desired, dt: float, *, thesis_time_constant=False) -> float:
+    """Move a frame's origin (any frame: a body, a feature, a URDF link such as ``"tool0"``) to
+    ``x_desired`` (3,), m, world frame, within 1% in ``dt`` s; returns T (s)."""
+    return _pd(ctl, name, ctl.point(frame), np.asarray(x_desired, float), dt, thesis_time_constant)
 
 
 def position_point_with_pd(ctl, name: str, body: str, point, x_desired, dt: float, *,
@@ -67,10 +68,11 @@ def position_point_with_pd(ctl, name: str, body: str, point, x_desired, dt: floa
     return _pd(ctl, name, q, np.asarray(x_desired, float), dt, thesis_time_constant)
 
 
-def orient_with_pd(ctl, name: str, body: str, R_desired, dt: float, *, thesis_time_constant=False) -> float:
-    """Turn a body to orientation ``R_desired`` (3, 3) within 1% in ``dt`` s (error as a rotation vector)."""
+def orient_with_pd(ctl, name: str, frame: str, R_desired, dt: float, *, thesis_time_constant=False) -> float:
+    """Turn a frame (a body, a feature, a URDF link) to orientation ``R_desired`` (3, 3), world
+    frame, within 1% in ``dt`` s (error as a rotation vector); returns T (s)."""
     T = pd_time_constant(dt, thesis_time_constant)
-    o = ctl.orientation(body)
+    o = ctl.orientation(frame)
     ctl.add_equation(name, acc(o) + (2.0 / T) * vel(o) + (1.0 / T**2) * orientation_error(o, np.asarray(R_desired, float)) == 0)
     return T
 
@@ -139,9 +141,14 @@ def _track(ctl, name, quantity, traj, dt):
     return traj
 
 
-def position_with_quintic(ctl, name: str, body: str, x_desired, v_desired, dt: float) -> Quintic:
-    """Move a body's origin along a quintic to ``x_desired`` (m) with ``v_desired`` (m/s) at ``ctl.t + dt``."""
-    q = ctl.point(body)
+def position_with_quintic(ctl, name: str, frame: str, x_desired, v_desired, dt: float) -> Quintic:
+    """Move a frame's origin (a body, a feature, a URDF link such as ``"tool0"``) along a quintic
+    to ``x_desired`` (3,), m, world frame, arriving with ``v_desired`` (3,), m/s, at ``ctl.t + dt`` (s).
+
+    The quintic starts at the frame's current position and velocity; the equation (named
+    ``name``) stays in force until the program removes it. Returns the :class:`Quintic`.
+    """
+    q = ctl.point(frame)
     return _track(ctl, name, q, Quintic(ctl.value(q), ctl.velocity(q), x_desired, v_desired, ctl.t, dt), dt)
 
 
@@ -158,13 +165,14 @@ def set_angle_with_quintic(ctl, name: str, joint: str, angle_desired: float, rat
     return _track(ctl, name, q, Quintic(ctl.value(q), ctl.velocity(q), [angle_desired], [rate_desired], ctl.t, dt), dt)
 
 
-def orient_with_quintic(ctl, name: str, body: str, R_desired, w_desired, dt: float) -> Quintic:
-    """Turn a body along a quintic in its rotation vector to ``R_desired`` with angular velocity ``w_desired``.
+def orient_with_quintic(ctl, name: str, frame: str, R_desired, w_desired, dt: float) -> Quintic:
+    """Turn a frame (a body, a feature, a URDF link) along a quintic in its rotation vector to
+    ``R_desired`` (3, 3) with angular velocity ``w_desired`` (3,), rad/s, at ``ctl.t + dt`` (s).
 
     The quintic runs on the rotation vector phi of ``R0^T R`` (body axes at the start); the
     target angular velocity is in world axes (rad/s).
     """
-    o = ctl.orientation(body)
+    o = ctl.orientation(frame)
     R0 = ctl.value(o)
     phi1 = pin.log3(R0.T @ np.asarray(R_desired, float))
     traj = Quintic(np.zeros(3), R0.T @ ctl.velocity(o), phi1, R0.T @ np.asarray(w_desired, float), ctl.t, dt)

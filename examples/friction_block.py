@@ -56,10 +56,15 @@ def build(dt: float = 1e-2) -> Scenario:
     def summary(rec):
         ev = {e.kind: e.time for e in rec.events if e.kind in ("slip", "stick")}
         f = rec.quantity("contact force")
-        sliding = (rec.t > ev.get("slip", np.inf) + 1e-3) & (rec.t < ev.get("stick", -np.inf) - 1e-3)
-        return (f"slip at {ev.get('slip', float('nan')):.4f} s (thesis ~2.7), stick at {ev.get('stick', float('nan')):.4f} s "
-                f"(thesis ~5.6); normal force {f[:, 0].min():.2f}..{f[:, 0].max():.2f} N (m g = {MASS * G:.2f}); "
-                f"sliding friction {np.abs(f[sliding, 1]).mean():.2f} N (0.6 m g = {MU_KINETIC * MASS * G:.2f})")
+        sliding = (rec.t > ev.get("slip", np.inf) + 1e-3) & (rec.t < ev.get("stick", np.inf) - 1e-3)
+
+        def when(kind):  # a short run may end before the block slips or sticks
+            return f"{ev[kind]:.4f} s" if kind in ev else f"- (not within the run's {rec.t[-1]:.2f} s)"
+        friction = (f"sliding friction {np.abs(f[sliding, 1]).mean():.2f} N" if sliding.any()
+                    else "no sliding within the run")
+        return (f"slip at {when('slip')} (thesis ~2.7), stick at {when('stick')} (thesis ~5.6); "
+                f"normal force {f[:, 0].min():.2f}..{f[:, 0].max():.2f} N (m g = {MASS * G:.2f}); "
+                f"{friction} (0.6 m g = {MU_KINETIC * MASS * G:.2f})")
 
     return Scenario("friction_block", "friction block (thesis Fig. 5.10-5.11)", sim, 6.5,
                     model={"factory": "robots.scenes:friction_block", "kwargs": {}},

@@ -4,7 +4,7 @@ import numpy as np
 import robots
 from controllers import set_angle_with_pd, set_angle_with_quintic
 from controlkit.quantities import FramePoint
-from sim.runner import Scenario
+from sim.runner import Scenario, run_scenario
 from sim.simulator import Simulator
 
 JOINTS = ("shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint", "wrist_2_joint", "wrist_3_joint")
@@ -35,3 +35,7 @@ def build(integrator: str = "rk4", dt: float = 1e-3) -> Scenario:
     return Scenario("ur5_phases", "UR5 two-phase coroutine controller", sim, 1.5,
                     model={"factory": "robots:load", "kwargs": {"name": "ur5"}},
                     panels=[("tool", i, f"tool {c}") for i, c in enumerate("xyz")], html={"traces": {"tool": "tool"}})
+
+
+if __name__ == "__main__":
+    run_scenario(build(), out="out", html="out/ur5_phases.html", plot="out/ur5_phases.png")

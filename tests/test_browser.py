@@ -3,7 +3,10 @@
 - the exported HTML replay of a UR5 recording loads from file:// with no server and
   fetches nothing from the network; the robot is drawn (hiding it changes > 1 % of the
   pixels, and the robot-free picture is not blank); two animation times differ;
-- the live viewer's page shows the configuration set from Python.
+- the live viewer's page shows the configuration set from Python;
+- at the first and the last frame of a 15 m walk and of a UR5 reach the robot covers at
+  least 3 % of the picture and the floor is under its feet (the camera follows, the floor
+  spans the path); the four pictures are written to out/test-screenshots/.
 
 No golden images: every assertion compares pictures of the same page. Waits are on
 meshcat's JavaScript state (meshes loaded, animation actions present), never on time.
@@ -16,6 +19,7 @@ import io
 import json
 import os
 import time
+from pathlib import Path
 
 import example_robot_data
 import numpy as np
@@ -23,9 +27,13 @@ import pinocchio as pin
 import pytest
 from PIL import Image
 
+import robots
 from controlkit.mechanism import Mechanism
 from controlkit.recording import Recording
 from controlkit.report import Viewer, export_html
+from controlkit.report._stage import FLOOR_COLOR, FLOOR_LINE_COLOR
+
+SCREENSHOTS = Path(__file__).resolve().parents[1] / "out" / "test-screenshots"
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 
@@ -39,7 +47,7 @@ CHROMIUM_FLAGS = [
     "--use-angle=swiftshader", "--enable-unsafe-swiftshader",
     # keep Chromium from calling home: every host name fails to resolve except the local viewer
     "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1",
-    "--window-size=480,720",  # portrait: the robot covers more of the picture
+    "--window-size=800,600",  # a landscape window, as most screens are
 ]
 
 VISUALS = ["meshcat", "pinocchio", "visuals"]
@@ -84,6 +92,33 @@ def ur5_recording(mech: Mechanism) -> Recording:
     for k in range(201):
         t = 0.01 * k
         q = np.array([0.6 * np.sin(1.5 * t), -1.2 + 0.4 * t, 0.3 + 0.6 * t, -0.5 * t, 0.9 * t, 0.4 * t])
+        rec.append(t, q, np.zeros(mech.nv))
+    return rec
+
+
+def ur5_reach_recording(mech: Mechanism) -> Recording:
+    """Two seconds of a reach from a ready pose (a quintic in each joint, 100 Hz samples)."""
+    rec = Recording(mech.nq, mech.nv, mech.ntau)
+    qa = np.array([0.0, -1.2, 1.4, -1.8, -1.57, 0.0])
+    qb = qa + np.array([0.8, 0.3, -0.5, 0.2, 0.3, 0.5])
+    for k in range(201):
+        s = 0.005 * k
+        rec.append(0.01 * k, qa + (10 * s**3 - 15 * s**4 + 6 * s**5) * (qb - qa), np.zeros(mech.nv))
+    return rec
+
+
+def biped_walk_recording(mech: Mechanism, q0: np.ndarray, metres: float = 15.0) -> Recording:
+    """The biped standing at ``q0``, its base moving ``metres`` along x at 1 m/s while its legs
+    swing (50 Hz samples)."""
+    rec = Recording(mech.nq, mech.nv, mech.ntau)
+    for k in range(int(50 * metres) + 1):
+        t = 0.02 * k
+        q = q0.copy()
+        q[0] += t
+        swing = 0.4 * np.sin(2 * np.pi * t)
+        for start, sign in ((7, 1.0), (17, -1.0)):  # the hips' quaternions (x, y, z, w)
+            q[start:start + 4] = pin.Quaternion(pin.exp3(np.array([0.0, sign * swing, 0.0]))).coeffs()
+        q[11], q[21] = 0.3 + 0.75 * swing, 0.3 - 0.75 * swing  # knees
         rec.append(t, q, np.zeros(mech.nv))
     return rec
 
@@ -214,3 +249,67 @@ def test_live_viewer_shows_the_configuration_set_from_python(browser, ur5):
         viewer.close()
         browser.get("about:blank")
     assert viewer.meshcat.window.server_proc.poll() is not None
+
+
+def near_colour(img: np.ndarray, colour: int, tol: int = 6) -> np.ndarray:
+    rgb = np.array([(colour >> 16) & 255, (colour >> 8) & 255, colour & 255])
+    return np.abs(img - rgb).max(axis=2) <= tol
+
+
+def robot_and_floor(driver, time_s: float, name: str) -> tuple[float, float]:
+    """(share of the picture the robot covers, share of floor colour just under its lowest pixels).
+
+    The robot's pixels are those that change when it is hidden; "under its feet" are the
+    8 rows of the robot-free picture below the robot's lowest row, across the columns of
+    its lowest 10 rows. Both pictures are written to SCREENSHOTS.
+    """
+    driver.execute_script("viewer.animator.play(); viewer.animator.pause(); viewer.animator.seek(arguments[0]);",
+                          time_s)
+    with_robot = capture(driver)
+    set_robot_visible(driver, False)
+    without_robot = capture(driver)
+    set_robot_visible(driver, True)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(with_robot.astype(np.uint8)).save(SCREENSHOTS / f"{name}.png")
+    Image.fromarray(without_robot.astype(np.uint8)).save(SCREENSHOTS / f"{name}_without_robot.png")
+    mask = np.abs(with_robot - without_robot).max(axis=2) > 16
+    rows = np.flatnonzero(mask.any(axis=1))
+    assert len(rows), f"{name}: the robot is not in the picture"
+    bottom = rows[-1]
+    cols = np.flatnonzero(mask[max(bottom - 10, 0):bottom + 1].any(axis=0))
+    below = without_robot[bottom + 2:bottom + 10, cols.min():cols.max() + 1]
+    assert below.size, f"{name}: the robot's lowest pixel is on the picture's lower edge"
+    floor = near_colour(below, FLOOR_COLOR) | near_colour(below, FLOOR_LINE_COLOR, 40)
+    print(f"{SCREENSHOTS / name}.png: robot {mask.mean():.1%} of the picture, floor {floor.mean():.0%} under it")
+    return float(mask.mean()), float(floor.mean())
+
+
+@pytest.mark.parametrize("robot", ["biped_walk", "ur5"])
+def test_replay_keeps_the_robot_in_view_on_a_floor(browser, ur5, robot, tmp_path):
+    if robot == "ur5":
+        mech, rec = ur5, ur5_reach_recording(ur5)
+    else:
+        built = robots.biped()
+        mech, rec = built.mechanism, biped_walk_recording(built.mechanism, built.q0)
+    path = export_html(mech, rec, tmp_path / f"{robot}.html", fps=30)
+    browser.get(path.resolve().as_uri())
+    wait_for_robot(browser, mech.visual_model.ngeoms)
+    wait_for(browser, "return window.controlkit_scene_loaded === true && viewer.animator.actions.length > 0",
+             what="the replay animation")
+    info = browser.execute_script("return window.controlkit_replay;")
+    assert info["follow"]["on"] is (robot == "biped_walk")  # an arm on its base is filmed from one place
+    assert info["loop"] is True
+    assert browser.execute_script("return viewer.animator.actions.every(a => a.repetitions === Infinity)")
+    assert browser.execute_script("return viewer.gui.closed === false && viewer.gui.__folders.Replay.closed === false")
+    assert browser.execute_script("return viewer.scene_tree.find(['Grid']).object.visible") is False
+
+    for when, t in (("first", 0.0), ("last", info["duration"])):
+        cover, floor = robot_and_floor(browser, t, f"replay_{robot}_{when}_frame")
+        assert cover >= 0.03, f"{robot} at the {when} frame covers {cover:.1%} of the picture"
+        assert floor >= 0.8, f"{robot} at the {when} frame: only {floor:.0%} floor colour under its feet"
+
+    if robot == "biped_walk":  # the toggle: the fixed view of the whole 15 m shows a much smaller robot
+        browser.execute_script("window.controlkit_view.state['follow robot'] = false; "
+                               "window.controlkit_view.placeFixed();")
+        fixed_cover, _ = robot_and_floor(browser, info["duration"], "replay_biped_walk_last_frame_fixed_view")
+        assert fixed_cover < 0.6 * cover

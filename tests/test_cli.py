@@ -86,6 +86,10 @@ def test_run_executes_a_users_script(tmp_path):
         "    return Scenario('mine', 'four-bar', sim, 0.1, summary=lambda r: f'samples {len(r)}')\n")
     p = run("run", str(script), "--integrator", "semi_implicit_euler")
     assert "samples 51" in p.stdout
+    assert "cannot be replayed" not in p.stderr  # nothing saved: nothing to warn about
+    saved = run("run", str(script), "--out", str(tmp_path / "o"))
+    assert "gives no model=" in saved.stderr and "cannot be replayed later" in saved.stderr
+    assert (tmp_path / "o" / "mine.npz").exists()
 
 
 def test_set_passes_options_to_build_and_names_the_valid_ones(tmp_path):
@@ -112,6 +116,70 @@ def test_set_passes_options_to_build_and_names_the_valid_ones(tmp_path):
 def test_the_coroutine_example_is_short_and_reaches_its_phase_change(tmp_path):
     from pathlib import Path
     src = Path(__file__).resolve().parents[1] / "examples" / "ur5_phases.py"
-    assert len(src.read_text().splitlines()) < 40
+    program = src.read_text().split('if __name__ == "__main__":')[0]
+    assert len(program.rstrip().splitlines()) < 40
     p = run("demo", "ur5_phases", "--seconds", "1.2", "--out", str(tmp_path))
     assert "control" in p.stdout  # the until() condition fired and was logged as a control event
+
+
+def test_run_prints_the_programs_log_lines_and_quiet_hides_them(tmp_path):
+    loud = run("demo", "ur5_phases", "--seconds", "0.5")
+    line = next(ln for ln in loud.stdout.splitlines() if "tool moved 20 cm" in ln and "until" not in ln)
+    t = float(line.split("]")[0].strip("[ s"))
+    assert 0.2 < t < 0.5 and "tool=" in line  # the ctl.log line, at its time, with its data
+    quiet = run("demo", "ur5_phases", "--seconds", "0.5", "--quiet")
+    assert quiet.stdout == ""
+
+
+def test_out_alone_writes_the_recording_only(tmp_path):
+    p = run("demo", "thesis_pendulum", "--seconds", "0.1", "--out", str(tmp_path))
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["thesis_pendulum.npz"]
+    assert f"wrote {tmp_path / 'thesis_pendulum.npz'}" in p.stdout
+
+
+def test_replay_writes_next_to_the_recording_by_default(tmp_path):
+    run("demo", "thesis_pendulum", "--seconds", "0.1", "--out", str(tmp_path), "--quiet")
+    p = run("replay", str(tmp_path / "thesis_pendulum.npz"))
+    assert (tmp_path / "thesis_pendulum.html").stat().st_size > 10_000
+    assert "thesis_pendulum.html" in p.stdout
+
+
+def test_compare_takes_the_same_option_names_as_demo(tmp_path):
+    p = run("compare", "redundant_arm", "--seconds", "0.05", "--set", "mass_error=0.2", "--set", "clocks=[1e-3]",
+            "--out", str(tmp_path))
+    assert "+20% mass" in p.stdout and "250 Hz" not in p.stdout
+    assert (tmp_path / "compare_redundant_arm.png").exists()
+    bad = run("compare", "redundant_arm", "--set", "speed=2", check=False)
+    assert bad.returncode == 1 and "mass_error" in bad.stderr
+
+
+def test_integrator_help_lists_every_integrator():
+    from sim.integrators import make_integrator
+    text = " ".join(run("demo", "--help").stdout.split())
+    for name in ("euler", "semi_implicit_euler", "rk4", "abm4", "dopri5", "dop853"):
+        make_integrator(name)  # each one named in the help exists
+        assert name in text
+
+
+def test_live_keeps_serving_for_live_seconds_then_stops():
+    import time
+    t0 = time.monotonic()
+    p = run("demo", "thesis_pendulum", "--seconds", "0.05", "--live", "--live-seconds", "1.5", "--quiet")
+    assert time.monotonic() - t0 >= 1.5
+    url = p.stdout.splitlines()[0].removeprefix("live view: ")
+    assert url.startswith("http://127.0.0.1:") and f"serving the live view at {url} for 1.5 s" in p.stdout
+
+
+def test_info_on_a_urdf_robot_says_where_its_frames_are():
+    out = run("info", "ur5").stdout
+    assert "features: none declared (a URDF model" in out and "tool0" in out
+
+
+def test_every_example_runs_on_its_own():
+    """Each examples/*.py has a __main__ block (ur5_phases' is run by the guide's test)."""
+    import ast
+    from pathlib import Path
+    for path in sorted((Path(__file__).resolve().parents[1] / "examples").glob("*.py")):
+        tree = ast.parse(path.read_text())
+        mains = [n for n in tree.body if isinstance(n, ast.If) and "__main__" in ast.unparse(n.test)]
+        assert mains, f"{path.name} does nothing when run as a script"

@@ -17,7 +17,10 @@ def test_readme_example_defines_a_mechanism_and_bends_its_elbow():
     rec = scope["recording"]
     bent = [e for e in rec.events if e.kind == "control" and "bent" in e.description]
     assert len(bent) == 1 and 0.2 < bent[0].time < 0.5
-    assert abs(rec.q[-1][0] - np.pi / 2) < 0.01 * np.pi / 2
+    mech = scope["built"].mechanism
+    elbow = rec.q[-1][mech.joint_q_slice("elbow")][0]
+    assert abs(elbow - np.pi / 2) < 0.01 * np.pi / 2
+    assert mech.nq == 2 and "base" in mech.bodies()  # a base body with two links joined to it
 
 
 def test_readme_quick_start_is_the_two_make_commands():

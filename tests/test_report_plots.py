@@ -70,7 +70,7 @@ def test_figure_has_one_labelled_axis_per_requested_quantity(rec):
     axes = [ax for ax in fig.axes if ax.get_visible() and hasattr(ax, "controlkit_quantity")]
     assert len(axes) == len(PANELS)
     for ax, (name, *_rest) in zip(axes, PANELS):
-        assert ax.get_ylabel() == f"{name} [{rec.units[name]}]"
+        assert ax.get_ylabel() == f"{ax.get_title()} [{rec.units[name]}]"
         assert ax.get_xlabel() == "t [s]"
         assert ax.lines, name
     assert axes[0].get_title() == "Block - X position"
@@ -92,10 +92,58 @@ def test_png_and_svg_are_written(rec, tmp_path):
     root = ET.parse(svg).getroot()  # valid XML
     assert root.tag.endswith("svg")
     texts = " ".join(t.text or "" for t in root.iter() if t.tag.endswith("text"))
-    for name, *_ in PANELS:
-        assert f"{name} [{rec.units[name]}]" in texts
+    fig = figure_quantities(rec, PANELS)
+    for ax, (name, *_rest) in zip(fig.axes, PANELS):
+        assert f"{ax.get_title()} [{rec.units[name]}]" in texts
     assert texts.count("t [s]") == len(PANELS)
     assert "Total frictional force" in texts and "friction run" in texts and "slip" in texts
+
+
+def test_a_constant_is_written_out_not_autoscaled_to_its_noise(rec):
+    """The normal force 470.88 N with 1e-10 N rounding noise reads "constant 470.88 N" on a
+    range around its value, and no graph carries an offset or power-of-ten label."""
+    noisy = Recording(1, 1, 1)
+    for k in range(200):
+        noisy.append(0.01 * k, [0.0], [0.0], [0.0], quantities={
+            "normal force": [M * G + 1e-10 * np.sin(k)], "error": [0.0], "gap": [3e-11 * k]})
+    noisy.set_unit("normal force", "N")
+    noisy.set_unit("gap", "m")
+    fig = figure_quantities(noisy, [("normal force", 0), ("error", 0), ("gap", 0)])
+    fig.canvas.draw()
+    force, error, gap = fig.axes[:3]
+    texts = [t.get_text() for t in force.texts]
+    assert texts == [f"constant {M * G:.6g} N"] and texts[0] == "constant 470.88 N"
+    lo, hi = force.get_ylim()
+    assert lo < M * G < hi and hi - lo > 1.0  # not a 1e-10 N wide range
+    assert [t.get_text() for t in error.texts] == ["constant 0"]
+    assert gap.get_ylabel() == "gap [1e-9 m]" and gap.lines[0].get_ydata().max() == pytest.approx(5.97)
+    for ax in fig.axes[:3]:
+        assert ax.yaxis.get_offset_text().get_text() == ""
+
+
+def test_events_are_ticks_along_the_top_not_lines_across_each_graph():
+    """500 events in 6 graphs: one tick collection per kind and graph, in a strip above it."""
+    r = Recording(1, 1, 1)
+    for k in range(1001):
+        r.append(0.01 * k, [0.0], [0.0], [0.0], quantities={"x": [np.sin(0.01 * k)]})
+        if k % 2:
+            r.log_event(Event(0.01 * k, "impact" if k % 4 == 1 else "liftoff", ""))
+    fig = figure_quantities(r, [("x", 0, f"x {i}") for i in range(6)], events=True)
+    for ax in fig.axes[:6]:
+        assert len(ax.lines) == 1  # the curve alone: no vertical line per event
+        ticks = ax.collections
+        assert len(ticks) == 2 and sum(len(c.get_segments()) for c in ticks) == 500
+        ys = np.concatenate([np.asarray(seg)[:, 1] for c in ticks for seg in c.get_segments()])
+        assert ys.min() > 1.0 and ys.max() < 1.1  # axes fraction: above the curves, below the title
+
+
+def test_each_component_has_its_own_label(rec):
+    rpy = Recording(1, 1, 1)
+    for k in range(10):
+        rpy.append(0.1 * k, [0.0], [0.0], [0.0], quantities={"torso roll pitch yaw": [0.1 * k, 0.2, -0.1 * k]})
+    rpy.set_unit("torso roll pitch yaw", "rad")
+    fig = figure_quantities(rpy, [("torso roll pitch yaw", i, f"torso {n}") for i, n in enumerate(("roll", "pitch", "yaw"))])
+    assert [ax.get_ylabel() for ax in fig.axes[:3]] == ["torso roll [rad]", "torso pitch [rad]", "torso yaw [rad]"]
 
 
 def test_unitless_quantity_is_labelled_by_name(tmp_path):

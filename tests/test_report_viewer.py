@@ -265,3 +265,44 @@ def test_live_viewer_starts_draws_and_stops_its_server():
 def test_live_viewer_reports_a_missing_server_instead_of_hanging():
     with pytest.raises(ReportError, match="no meshcat server answered"):
         Viewer(tiny_mechanism(), zmq_url="tcp://127.0.0.1:5999", connect_timeout=0.5)
+
+
+def replay_info(html: str) -> dict:
+    import json
+    return json.loads(re.search(r"var info = (\{.*?\});\n", html).group(1))
+
+
+def test_a_walk_is_followed_and_its_floor_spans_the_path(tmp_path):
+    """A 15 m walk: the floor covers the whole path under the lowest sole, the camera follows the
+    walker at the distance of one robot (not of the path), and the animation loops for ever."""
+    import robots
+    from test_browser import biped_walk_recording
+
+    built = robots.biped()
+    mech, rec = built.mechanism, biped_walk_recording(built.mechanism, built.q0, metres=15.0)
+    html = export_html(mech, rec, tmp_path / "walk.html").read_text()
+    info = replay_info(html)
+    floor, follow = info["floor"], info["follow"]
+    assert floor["lower"][0] < -1.0 and floor["upper"][0] > 16.0  # x: the path (0 -> 15 m) and margins
+    assert floor["lower"][1] < -1.0 < 1.0 < floor["upper"][1]
+    # q0 stands on z = 0; the swinging legs (hip and knee angles only, no foot placement) dip a sole
+    # a few cm lower: the floor is under the lowest point, not under the first one
+    assert -0.1 < floor["z"] < 0.0
+    assert follow["on"] is True
+    targets = np.array(follow["targets"])
+    assert targets[0, 0] < 1.0 and targets[-1, 0] > 14.0  # the camera target walks with the robot
+    offset = np.linalg.norm(follow["offset"])
+    fixed = np.linalg.norm(np.subtract(info["camera"]["position"], info["camera"]["target"]))
+    assert 1.5 < offset < 6.0 and fixed > 1.5 * offset  # one 1.8 m robot in view, against the whole path
+    anim = [c for c in decoded_commands(html) if c["type"] == "set_animation"]
+    assert anim[0]["options"]["repetitions"] == float("inf")  # loops
+    hidden = {c["path"] for c in decoded_commands(html) if c["type"] == "set_property" and c["value"] is False}
+    assert {"/Grid", "/Axes"} <= hidden  # meshcat's 20 m grid ends under a walking robot: ours replaces it
+
+
+def test_an_arm_on_its_base_is_filmed_from_one_place(ur5, ur5_recording, tmp_path):
+    info = replay_info(export_html(ur5, ur5_recording, tmp_path / "arm.html").read_text())
+    assert info["follow"]["on"] is False and info["loop"] is True
+    no_floor = replay_info(export_html(ur5, ur5_recording, tmp_path / "bare.html", floor=False,
+                                       loop=False).read_text())
+    assert "floor" not in no_floor and no_floor["loop"] is False

@@ -36,6 +36,7 @@ from ._errors import ReportError
 
 ROBOT_ROOT = "pinocchio"
 OVERLAY_ROOT = "controlkit"
+FLOOR_PATH = "controlkit/floor"
 CAMERA_NODE = "/Cameras/default"
 CAMERA_OBJECT = "/Cameras/default/rotated/<object>"
 
@@ -152,13 +153,68 @@ var viewer = new MeshCat.Viewer(document.getElementById("meshcat-pane"));
     viewer.handle_command_bytearray(bytes);
   }}
   var info = {info};
-  if (info.camera) {{  // the orbit target has no meshcat command: set it on the page
-    var p = info.camera.position, c = info.camera.target;
-    viewer.controls.target.set(c[0], c[2], -c[1]);  // both in the camera rig's frame (y up)
-    viewer.camera.position.set(p[0], p[2], -p[1]);
-    viewer.controls.update();
+  function rig(p) {{ return [p[0], p[2], -p[1]]; }}  // world (z up) -> the camera rig's frame (y up)
+  function place(position, target) {{
+    var p = rig(position), c = rig(target);
+    viewer.controls.target.set(c[0], c[1], c[2]);
+    viewer.camera.position.set(p[0], p[1], p[2]);
     viewer.set_dirty();
   }}
+  function placeFixed() {{  // the orbit target has no meshcat command: set it on the page
+    if (info.camera) place(info.camera.position, info.camera.target);
+  }}
+  var follow = info.follow, last = null;
+  var state = {{"follow robot": !!(follow && follow.on), "loop": info.loop !== false}};
+  function animationTime() {{
+    var a = viewer.animator.actions, m = 0;
+    for (var i = 0; i < a.length; i++) m = Math.max(m, a[i].time);
+    return m;
+  }}
+  function targetAt(time) {{  // linear interpolation of the smoothed track
+    var T = follow.times, P = follow.targets, n = T.length;
+    if (n === 1 || time <= T[0]) return P[0];
+    if (time >= T[n - 1]) return P[n - 1];
+    var lo = 0, hi = n - 1;
+    while (hi - lo > 1) {{ var mid = (lo + hi) >> 1; if (T[mid] <= time) lo = mid; else hi = mid; }}
+    var s = (time - T[lo]) / (T[hi] - T[lo]);
+    return [0, 1, 2].map(function (k) {{ return P[lo][k] + s * (P[hi][k] - P[lo][k]); }});
+  }}
+  function track() {{  // move camera and orbit target with the robot; the user's own orbit is kept
+    if (!follow || !state["follow robot"]) return;
+    var c = targetAt(animationTime());
+    if (last === null) {{
+      var o = follow.offset;
+      place([c[0] + o[0], c[1] + o[1], c[2] + o[2]], c);
+    }} else {{
+      var d = rig([c[0] - last[0], c[1] - last[1], c[2] - last[2]]);
+      viewer.controls.target.x += d[0]; viewer.controls.target.y += d[1]; viewer.controls.target.z += d[2];
+      viewer.camera.position.x += d[0]; viewer.camera.position.y += d[1]; viewer.camera.position.z += d[2];
+    }}
+    last = c;
+  }}
+  var render = viewer.render.bind(viewer);
+  viewer.render = function () {{ track(); render(); }};
+  if (state["follow robot"]) track(); else placeFixed();
+  viewer.controls.update();
+  viewer.set_dirty();
+  if (viewer.animator.actions.length > 0) {{
+    var folder = viewer.gui.addFolder("Replay");
+    if (follow) folder.add(state, "follow robot").onChange(function (on) {{
+      last = null;
+      if (on) track(); else placeFixed();
+      viewer.set_dirty();
+    }});
+    folder.add(state, "loop").onChange(function (on) {{
+      viewer.animator.actions.forEach(function (a) {{ a.setLoop(a.loop, on ? Infinity : 1); }});
+    }});
+    folder.open();
+    viewer.animator.folder.open();
+  }}
+  for (var name in viewer.gui.__folders) {{  // the playback controls in view, the scene tree folded
+    if (name === "Scene" || name === "Save / Load / Capture") viewer.gui.__folders[name].close();
+  }}
+  viewer.gui.open();
+  window.controlkit_view = {{state: state, track: track, placeFixed: placeFixed, targetAt: targetAt}};
   window.controlkit_replay = info;
   window.controlkit_scene_loaded = true;
 }})();
@@ -363,16 +419,13 @@ def world_box_corners(corners: np.ndarray, placements) -> np.ndarray:
 def auto_camera(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(position, target) of a camera that frames the given world points (m).
 
-    The points' bounding sphere fills about 90 % of the height of meshcat's 75 deg view.
+    The camera looks along ``_stage.VIEW_DIRECTION``, as close as keeps every point in
+    view, the points centred in the picture (see ``_stage.frame_points``).
     """
+    from ._stage import frame_points
+
     pts = np.asarray(points, dtype=float).reshape(-1, 3)
     pts = pts[np.all(np.isfinite(pts), axis=1)]
     if len(pts) == 0:
         pts = np.zeros((1, 3))
-    lo, hi = pts.min(axis=0), pts.max(axis=0)
-    target = 0.5 * (lo + hi)
-    extent = float(np.linalg.norm(hi - lo))
-    direction = np.array([2.0, 1.2, 1.0])
-    direction /= np.linalg.norm(direction)
-    distance = max(0.5 * extent / np.sin(np.radians(0.9 * 37.5)), 0.3)
-    return target + distance * direction, target
+    return frame_points(pts)

@@ -22,6 +22,7 @@ from meshcat.animation import Animation
 
 from ._errors import ReportError
 from . import _meshcat as mc
+from . import _stage as stage
 from .viewer import _check_recording
 
 #: a trace longer than this many points is thinned before it is drawn
@@ -46,6 +47,9 @@ def export_html(
     compact_meshes: bool = True,
     autoplay: bool = True,
     title: str | None = None,
+    follow: bool | None = None,
+    floor: bool = True,
+    loop: bool = True,
 ) -> Path:
     """Write a self-contained HTML replay of ``recording`` and return its path.
 
@@ -72,6 +76,17 @@ def export_html(
             drops the parts of multi-material Collada meshes (e.g. the UR5's housings).
         autoplay: start playing when the page opens.
         title: page title (default: the mechanism's name).
+        follow: start with the camera following the robot (it keeps its angle and
+            distance and moves with the robot's smoothed centre); None (default): follow
+            when ``camera`` is ``"auto"`` and the robot travels farther than half its own
+            size (a walking biped, not a fixed-base arm). The page's "follow robot" box
+            switches between the following camera and the fixed view of the whole motion.
+        floor: draw a floor (sand colour with a grid) under the robot's whole path, just
+            below the lowest point it reaches, instead of meshcat's 20 m x 20 m grid.
+        loop: the animation repeats (the page's "loop" box turns it off).
+
+    The page opens with its controls shown (play, pause, time, speed, follow, loop) and
+    publishes ``window.controlkit_replay`` (frames, duration, camera, floor, follow track).
     """
     _check_recording(mechanism, recording)
     if not fps > 0:
@@ -112,21 +127,25 @@ def export_html(
 
     anim = Animation(default_framerate=fps)
     corners = mc.local_box_corners(viz.visual_model)
-    framing = set(idx[np.unique(np.round(np.linspace(0, len(idx) - 1, min(len(idx), 100))).astype(int))].tolist())
     seen = []
     for i in idx:
         view = anim.at_frame(vis, float((t[i] - t0) * fps))
         _show(viz, view, Q[i], i, frame_ids, arrow_data, scale, animated=True)
-        if i in framing:
-            seen.append(mc.world_box_corners(corners, viz.visual_data.oMg))
-            seen.append(np.array([M.translation for M in data.oMi]))
+        seen.append(np.concatenate([mc.world_box_corners(corners, viz.visual_data.oMg),
+                                    np.array([M.translation for M in data.oMi[1:]]).reshape(-1, 3)]))
     viz.viewer = vis
     if len(idx) > 1:
-        vis.set_animation(anim, play=autoplay, repetitions=1)
+        # Infinity repetitions: three.js' LoopRepeat without end (msgpack carries the float)
+        vis.set_animation(anim, play=autoplay, repetitions=float("inf") if loop else 1)
 
+    lo, hi = stage.robot_boxes(seen)
+    if follow is None and not (isinstance(camera, str) and camera == "auto"):
+        follow = False  # a camera the caller placed is the view they asked for
+    stage_info = _stage(vis, t[idx] - t0, lo, hi, seen, floor, follow)
     cam = None
     if isinstance(camera, str) and camera == "auto":
-        cam = mc.auto_camera(np.concatenate(seen))
+        some = np.unique(np.round(np.linspace(0, len(seen) - 1, min(len(seen), 100))).astype(int))
+        cam = mc.auto_camera(np.concatenate([seen[k] for k in some]))
     elif camera is not None:
         try:
             position, target = (np.asarray(x, dtype=float).reshape(3) for x in camera)
@@ -144,6 +163,8 @@ def export_html(
         "start_time": float(t0),
         "visuals": [g.name for g in viz.visual_model.geometryObjects],
         "arrow_scale": float(scale),
+        "loop": bool(loop),
+        **stage_info,
     }
     if cam is not None:
         info["camera"] = {"position": [float(x) for x in cam[0]], "target": [float(x) for x in cam[1]]}
@@ -155,6 +176,33 @@ def export_html(
 
 
 # ------------------------------------------------------------------- internals
+def _stage(vis, times: np.ndarray, lo: np.ndarray, hi: np.ndarray, seen: list[np.ndarray], floor: bool,
+           follow: bool | None) -> dict:
+    """Draw the floor; return the page's ``floor`` and ``follow`` information."""
+    out: dict = {}
+    if floor:
+        xy_lo, xy_hi, z = stage.floor_extent(lo, hi)
+        slab, lines, step = stage.floor_objects(xy_lo, xy_hi, z)
+        vis[mc.FLOOR_PATH + "/slab"].set_object(slab)
+        vis[mc.FLOOR_PATH + "/slab"].set_transform(stage.slab_transform(xy_lo, xy_hi, z))
+        vis[mc.FLOOR_PATH + "/grid"].set_object(lines)
+        for hidden in ("/Grid", "/Axes"):  # meshcat's own 20 m grid ends under a walking robot
+            vis[hidden].set_property("visible", False)
+        out["floor"] = {"lower": [float(x) for x in xy_lo], "upper": [float(x) for x in xy_hi], "z": z,
+                        "grid": step, "color": f"#{stage.FLOOR_COLOR:06x}"}
+    targets, offset, travels = stage.follow_track(times, lo, hi, seen)
+    # the track is sampled at most ~10 times per second: the page interpolates linearly
+    keep = np.unique(np.concatenate([np.searchsorted(times, np.arange(times[0], times[-1], 0.1)),
+                                     [len(times) - 1]]))
+    out["follow"] = {
+        "on": bool(travels if follow is None else follow),
+        "times": [round(float(x), 4) for x in times[keep]],
+        "targets": [[round(float(v), 4) for v in p] for p in targets[keep]],
+        "offset": [float(x) for x in offset],
+    }
+    return out
+
+
 def _show(viz, view, q, i, frame_ids, arrow_data, scale, animated: bool = False) -> None:
     """Place robot, frame triads and arrows of sample ``i`` into ``view`` (a scene or an animation frame)."""
     viz.viewer = view
