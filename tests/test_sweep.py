@@ -168,4 +168,6 @@ def test_a_run_on_a_machine_without_the_script_uses_the_source_shipped_with_it(t
     rec_path.write_bytes(row["_recording"])
     assert Recording.load(rec_path).t[-1] == pytest.approx(0.05)
     failed = run_one({**task, "options": {"dt": "fast"}})
-    assert failed["error"].startswith("TypeError") and "Traceback" in failed["_traceback"]
+    # a bad option is the simulator's own clear error, kept as the row's error with its traceback
+    assert failed["error"].startswith("ArgumentError") and "dt" in failed["error"]
+    assert "Traceback" in failed["_traceback"]
