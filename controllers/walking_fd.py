@@ -26,14 +26,15 @@ departs), and why:
    support (a ZMP preview solved over the whole walk as one banded system): with a real floor the
    whole weight must pass through the feet, so the centre of mass must be carried over the stance
    foot before a foot lifts. Part 1's torso centring between the feet is this plan.
-2. Slow, short steps (``STRIDE``, ``TIME_IN_AIR``, ``DOUBLE_SUPPORT_TIME``): the stance is
-   flat-footed and the centre of mass stays low (``SQUAT``), so the torques stay far from their
-   limits and the centre of pressure inside the sole.
+2. Slow, short steps (:class:`~controllers.gait.Gait`'s defaults: 0.15 m strides, 0.6 s swings,
+   0.4 s double supports; part 1: 0.5 m in 0.5 s): the stance is flat-footed and the centre of
+   mass stays low (``Gait.com_drop``), so the torques stay far from their limits and the centre of
+   pressure inside the sole.
 3. Take-off: a foot leaves the ground flat, after the load has been moved off it (its load
    ceiling ramps to zero during double support): the toe segment cannot carry a push-off through
    a sole of 7 cm without the centre of pressure reaching its edge. Landing: the heel comes down
-   with the foot level, at ``HEEL_VERTICAL_STRIKE_SPEED`` and no forward speed (a forward speed
-   would make the struck foot slide).
+   with the foot level, at ``Gait.strike_speed`` and no forward speed (part 1: 0.02 m/s; a
+   forward speed would make the struck foot slide).
 4. The torso is held upright (part 1 leans it 10 deg forward; here a lean moves the centre of
    mass plan's reference away from the torso for no gain).
 5. Part 1's cost on all body accelerations (Fig. 6.8) becomes a posture cost: every joint but
@@ -77,6 +78,7 @@ from controlkit.equations import EquationSet
 from controlkit.expressions import TimeFunction, acc, orientation_error, pos, vel
 from controlkit.quantities import CenterOfMass, ControlTorques, FrameOrientation, FramePoint, JointAccelerations
 from controllers.arm import smooth_ramp
+from controllers.gait import Gait
 from controllers.primitives import Quintic
 from controllers.walking import Leg
 from controllers.whole_body import FootContact, biped_feet, note_loads
@@ -86,19 +88,12 @@ __all__ = ["WalkPlan", "WholeBody", "WalkingGains", "walk", "walker"]
 G = 9.81
 
 # ------------------------------------------------------------------ Fig. 6.7 (pattern)
-STRIDE = 0.15                              # m; part 1: 0.5 (note 2)
-TIME_IN_AIR = 0.6                          # s: a swing; part 1: 0.5
-DOUBLE_SUPPORT_TIME = 0.4                  # s: both feet down, the load moves over (note 1)
+# the gait (stride, swing and double-support times, clearance, strike speeds, centre-of-mass
+# height) is data: controllers.gait.Gait, whose defaults are this walk's (note 2)
 DIRECTION = np.array([1.0, 0.0, 0.0])      # walking direction
-INSIDE_STEP_FRACTION = 0.20                # as part 1 (its note 1): feet 14.4 cm apart
-HEEL_VERTICAL_STRIKE_SPEED = -0.05         # m/s, as the thesis
-HEEL_FORWARD_STRIKE_SPEED = 0.0            # m/s; thesis: 0.02 (note 3)
-SWING_CLEARANCE = 0.04                     # m: heel lift at mid-swing; part 1: 0.06
 CLOSE_TO_TARGET = 0.01                     # m
 
 # ------------------------------------------------------------------ ours
-START_TIME = 1.2                           # s: the first weight shift before the first lift-off
-SQUAT = 0.03                               # m: the centre of mass is lowered this much at the start
 UNLOAD_TIME = 0.15                         # s: a trailing foot's load ceiling ramps to zero over this
 LOAD_TIME = 0.05                           # s: a landed foot's load ceiling ramps up over this
 LIFT_LOAD = 30.0                           # N: what a trailing foot still carries when it lifts
@@ -152,19 +147,23 @@ class WalkPlan:
     Args:
         heels: the heels' start positions ``{"l": (3,), "r": (3,)}`` (m).
         com0: the centre of mass at the start (m); steps: how many; first: the first swing side.
+        gait: the steps' lengths and times, the centre of mass's height (default ``Gait()``).
 
     The ZMP reference ``p(t)`` rests at mid-sole of the stance foot during a swing and moves
     (quintic ramp) to the landed foot during double support; the horizontal centre of mass
     is the bounded solution of the linear inverted pendulum ``x'' = w^2 (x - p)``, ``w^2 = g / z``,
     computed on a 5 ms grid as one banded (tridiagonal) system over the whole walk, the noncausal
-    ZMP preview. Its first ``START_TIME`` s are a quintic from rest onto that solution (the
-    weight shift before the first lift-off). Height: lowered by ``SQUAT`` in the first second.
+    ZMP preview. Its first ``gait.start`` s are a quintic from rest onto that solution (the
+    weight shift before the first lift-off). Height: lowered to ``gait.com_height`` (or by
+    ``gait.com_drop``) in the first second.
     """
 
-    def __init__(self, heels: dict, com0, steps: int, first: str = "r", *, stride: float = STRIDE,
-                 time_in_air: float = TIME_IN_AIR, double_support: float = DOUBLE_SUPPORT_TIME,
-                 start: float = START_TIME, squat: float = SQUAT, h: float = 5e-3):
+    def __init__(self, heels: dict, com0, steps: int, first: str = "r", *, gait: Gait | None = None,
+                 h: float = 5e-3):
+        self.gait = gait = gait or Gait()
+        stride, time_in_air, double_support, start = gait.stride, gait.step_time, gait.double_support, gait.start
         self.com0 = np.asarray(com0, dtype=float)
+        squat = gait.com_drop if gait.com_height is None else float(self.com0[2]) - gait.com_height
         self.z = self.com0[2] - squat
         self.w = math.sqrt(G / self.z)
         self.squat = squat
@@ -179,7 +178,7 @@ class WalkPlan:
             hip_to_hip = heels[swing] - heels[stance]  # the standing feet are below the hips
             sideways = hip_to_hip - (hip_to_hip @ DIRECTION) * DIRECTION
             sideways[2] = 0.0
-            target = heel[stance] + stride * DIRECTION + (1.0 - INSIDE_STEP_FRACTION) * sideways
+            target = heel[stance] + stride * DIRECTION + (1.0 - gait.inside_step_fraction) * sideways
             self.steps.append(Step(swing, target, t, t + time_in_air))
             heel[swing] = target
             t += time_in_air + double_support
@@ -221,7 +220,7 @@ class WalkPlan:
         # (per piece: the x and y coefficients, highest power first, as floats)
         self._knots = np.asarray(self._spline.x).tolist()
         self._coef = np.asarray(self._spline.c).transpose(1, 0, 2).reshape(len(self._knots) - 1, 8).tolist()
-        # the weight shift from rest: a quintic onto the pendulum's solution at START_TIME
+        # the weight shift from rest: a quintic onto the pendulum's solution at gait.start
         ts = start if self.steps else 0.0
         if ts > 0:
             self._shift = Quintic(self.com0[:2], np.zeros(2), self._spline(ts), self._spline(ts, 1), 0.0, ts)
@@ -314,7 +313,7 @@ class WholeBody:
         self.solves = 0
         self._ref = {"a": np.zeros(model_mech.nv)}  # the posture's accelerations at this tick
         m = model_mech.model
-        self.weight = float(np.sum([i.mass for i in m.inertias])) * float(-m.gravity.linear[2])  # N, the model's
+        self.weight = pin.computeTotalMass(m) * float(-m.gravity.linear[2])  # N: the model's moving bodies'
 
     # the phases' vocabulary
     def sync(self, ctl) -> None:
@@ -450,6 +449,7 @@ def walk(ctl, body: WholeBody, plan: WalkPlan):
     after the plan's steps.
     """
     legs = {"l": Leg("l"), "r": Leg("r")}
+    W = body.weight  # N: the controller's model's weight (its load ceilings ramp over it)
     body.plant(ctl, "l")
     body.plant(ctl, "r")
     level = {s: ctl.value(ctl.orientation(legs[s].foot)).copy() for s in "lr"}
@@ -461,12 +461,12 @@ def walk(ctl, body: WholeBody, plan: WalkPlan):
         if ctl.t < unload:
             yield ctl.after(unload - ctl.t)
         w0 = ctl.t
-        body.set_ceiling(step.side, lambda t, w0=w0: LIFT_LOAD + 75.0 * G * (1.0 - smooth_ramp((t - w0) / UNLOAD_TIME)[0]))
+        body.set_ceiling(step.side, lambda t, w0=w0: LIFT_LOAD + W * (1.0 - smooth_ramp((t - w0) / UNLOAD_TIME)[0]))
         yield ctl.after(max(step.lift - ctl.t, 0.0))
         # R-SWING: the heel on its trajectory, the foot level
         body.unplant(step.side)
         ctl.log("lift-off", foot=swing.foot)
-        path = swing_path(ctl, swing, step.target, step.land)
+        path = swing_path(ctl, swing, step.target, step.land, plan.gait)
         body.track_point(swing.heel_traj, swing.heel, path)
         body.hold_orientation(swing.foot_orientation, swing.foot, level[step.side])
         yield ctl.until(lambda: distance_to_target(ctl, swing, step.target) < CLOSE_TO_TARGET,
@@ -483,18 +483,18 @@ def walk(ctl, body: WholeBody, plan: WalkPlan):
                         label=f"{swing.foot} flat")
         body.remove(swing.heel_traj, swing.foot_orientation)
         t0 = ctl.t
-        body.plant(ctl, step.side, ceiling=lambda t, t0=t0: LIFT_LOAD + 75.0 * G * smooth_ramp((t - t0) / LOAD_TIME)[0])
+        body.plant(ctl, step.side, ceiling=lambda t, t0=t0: LIFT_LOAD + W * smooth_ramp((t - t0) / LOAD_TIME)[0])
         ctl.log("planted", foot=swing.foot)
         yield ctl.after(LOAD_TIME)
         body.set_ceiling(step.side, None)
     yield ctl.until(lambda: ctl.t >= plan.end - 0.5, label="standing")
 
 
-def swing_path(ctl, leg: Leg, target: np.ndarray, land: float):
+def swing_path(ctl, leg: Leg, target: np.ndarray, land: float, gait: Gait):
     """Fig. 6.7: a quintic for the heel to its target at touchdown time, lifted at mid-swing."""
     heel = ctl.point(leg.heel)
-    v1 = HEEL_VERTICAL_STRIKE_SPEED * np.array([0.0, 0.0, 1.0]) + HEEL_FORWARD_STRIKE_SPEED * DIRECTION
-    return Lifted(Quintic(ctl.value(heel), ctl.velocity(heel), target, v1, ctl.t, land - ctl.t), SWING_CLEARANCE)
+    v1 = gait.strike_speed * np.array([0.0, 0.0, 1.0]) + gait.strike_forward_speed * DIRECTION
+    return Lifted(Quintic(ctl.value(heel), ctl.velocity(heel), target, v1, ctl.t, land - ctl.t), gait.clearance)
 
 
 class Lifted:
@@ -558,8 +558,10 @@ def foot_has_touched(ctl, leg: Leg) -> bool:
 
 
 # ------------------------------------------------------------------ setting up
-def walker(sim, built, model_mech, steps: int, *, period: float = 1e-3, gains=None, mu: float = 0.8):
+def walker(sim, built, model_mech, steps: int, *, gait: Gait | None = None, period: float = 1e-3, gains=None,
+           mu: float = 0.8):
     """Add the walking program and its servo (at ``period`` s) to a simulator; returns (WholeBody, WalkPlan).
+    ``gait``: the steps' lengths and times (default ``Gait()``).
 
     The simulator's contacts are the caller's (``sim.contact.enable_contacts``, after this call,
     so the first support set is found with the servo's torques)."""
@@ -568,7 +570,7 @@ def walker(sim, built, model_mech, steps: int, *, period: float = 1e-3, gains=No
     heels = {s: FramePoint(mech, f"foot_{s}.heel").position(mech).copy() for s in "lr"}
     com0 = CenterOfMass(model_mech)
     model_mech.set_state(sim.q, sim.v, check=False)
-    plan = WalkPlan(heels, com0.position(model_mech).copy(), steps)
+    plan = WalkPlan(heels, com0.position(model_mech).copy(), steps, gait=gait)
     feet = {f["frame"][-1]: f for f in biped_feet(built, mu)}
     body = WholeBody(model_mech, feet, plan, gains=gains)
     sim.add_program(lambda ctl: walk(ctl, body, plan), name="walk")
