@@ -40,7 +40,7 @@ departs), and why:
 5. Part 1's cost on all body accelerations (Fig. 6.8) becomes a posture cost: every joint but
    the toes is pulled toward the standing posture, which fixes each leg's swivel about its
    hip-ankle line (part 1's note 8).
-6. The toe segments are held ``TOE_UP`` (toes up): only their joint line, the sole's front edge,
+6. The thesis biped's toe segments are held 5 deg up (``Biped.held``, :func:`~controllers.biped_model.thesis_biped`): only their joint line, the sole's front edge,
    reaches the ground, so the foot stands on its sole alone and its contact with the ground is
    one rigid sole (the simulation watches the soles' pairs only). A toe resting beside the sole
    makes the ground's split of load and friction between sole and toe arbitrary (the points
@@ -75,13 +75,14 @@ from scipy.linalg import solve_banded
 
 from controlkit.dynamics import evaluate
 from controlkit.equations import EquationSet
+from controlkit.errors import ControlkitError
 from controlkit.expressions import TimeFunction, acc, orientation_error, pos, vel
 from controlkit.quantities import CenterOfMass, ControlTorques, FrameOrientation, FramePoint, JointAccelerations
 from controllers.arm import smooth_ramp
 from controllers.gait import Gait
 from controllers.primitives import Quintic
-from controllers.walking import Leg
-from controllers.whole_body import FootContact, biped_feet, note_loads
+from controllers.biped_model import Biped, Foot
+from controllers.whole_body import FootContact, note_loads
 
 __all__ = ["WalkPlan", "WholeBody", "WalkingGains", "walk", "walker"]
 
@@ -98,8 +99,6 @@ UNLOAD_TIME = 0.15                         # s: a trailing foot's load ceiling r
 LOAD_TIME = 0.05                           # s: a landed foot's load ceiling ramps up over this
 LIFT_LOAD = 30.0                           # N: what a trailing foot still carries when it lifts
 MIN_LOAD = 20.0                            # N: a planted foot carries at least this (its contact stays firm)
-TOE_UP = math.radians(5.0)                 # toe joints are held this far up (note 6)
-ZMP_FROM_HEEL = 0.10                       # m: the ZMP rests this far ahead of the stance heel (mid-sole)
 SETTLE_TIME = 0.15                         # s: the longest a touched-down foot may take to rest flat
 COP_MARGIN = 0.8                           # the servo keeps a planted foot's centre of pressure in this share of the sole (note 7)
 FLAT_HEIGHT = 5e-4                         # m: a sole whose corners are all this close to the ground is flat
@@ -148,6 +147,7 @@ class WalkPlan:
         heels: the heels' start positions ``{"l": (3,), "r": (3,)}`` (m).
         com0: the centre of mass at the start (m); steps: how many; first: the first swing side.
         gait: the steps' lengths and times, the centre of mass's height (default ``Gait()``).
+        zmp_from_heel: how far ahead of a stance heel its ZMP rests (m): mid-sole.
 
     The ZMP reference ``p(t)`` rests at mid-sole of the stance foot during a swing and moves
     (quintic ramp) to the landed foot during double support; the horizontal centre of mass
@@ -159,7 +159,10 @@ class WalkPlan:
     """
 
     def __init__(self, heels: dict, com0, steps: int, first: str = "r", *, gait: Gait | None = None,
-                 h: float = 5e-3):
+                 zmp_from_heel: float = 0.1, h: float = 5e-3):
+        if set(heels) != {"l", "r"} or first not in heels:
+            raise ControlkitError(f"WalkPlan: heels must be given for sides 'l' and 'r', first one of them; "
+                                  f"got {sorted(heels)}, first {first!r}")
         self.gait = gait = gait or Gait()
         stride, time_in_air, double_support, start = gait.stride, gait.step_time, gait.double_support, gait.start
         self.com0 = np.asarray(com0, dtype=float)
@@ -184,7 +187,7 @@ class WalkPlan:
             t += time_in_air + double_support
             swing = stance
         self.end = (self.steps[-1].land if self.steps else start) + double_support + 1.0
-        zmp_of = lambda p: (p + ZMP_FROM_HEEL * DIRECTION)[:2]
+        zmp_of = lambda p: (p + zmp_from_heel * DIRECTION)[:2]
         # ZMP knots: (time, point) with quintic ramps between consecutive knots
         h0 = {s: np.asarray(p, dtype=float).copy() for s, p in heels.items()}
         mid = 0.5 * (zmp_of(h0["l"]) + zmp_of(h0["r"]))
@@ -289,10 +292,11 @@ class WholeBody:
     Args:
         model_mech: the controller's :class:`~controlkit.mechanism.Mechanism` (its own instance,
             possibly with wrong masses).
-        feet: ``{"l": FootContact arguments, "r": ...}`` (:func:`~controllers.whole_body.biped_feet`).
+        biped: the robot's :class:`~controllers.biped_model.Biped` (feet, torso held upright,
+            held joints, torque limits).
         com_path: ``t -> (p, v, a)`` of the centre of mass (m).
-        torso: the torso's frame (held upright).
-        torque_limit: |tau| bound (N m). gains: :class:`WalkingGains`.
+        gains: :class:`WalkingGains`; mu: the friction coefficient the planted feet's wrenches
+            respect (their pyramid is inside it).
 
     :meth:`program` is the servo (a control program to run at 1 kHz). ``last`` is its last
     solution on the model, ``solves`` the number of solves. Set ``torque_log`` to a list to
@@ -301,11 +305,11 @@ class WholeBody:
 
     torque_log: list | None = None
 
-    def __init__(self, model_mech, feet: dict, com_path, torso: str = "torso", *, torque_limit: float = 300.0,
-                 gains: WalkingGains | None = None):
-        self.cm, self.feet, self.com_path, self.torso = model_mech, feet, com_path, torso
+    def __init__(self, model_mech, biped: Biped, com_path, *, gains: WalkingGains | None = None, mu: float = 0.8):
+        self.cm, self.biped, self.com_path, self.torso = model_mech, biped, com_path, biped.torso
+        self.feet = {side: foot.contact(mu) for side, foot in biped.feet.items()}
         self.g = gains or WalkingGains()
-        self.torque_limit = torque_limit
+        self.torque_limit = biped.torque_limits
         self.eqs = EquationSet(kp=0.0, kv=self.g.foot_kv, critical_forms=False)
         self.planted: dict[str, FootContact] = {}
         self.ceilings: dict[str, Callable[[float], float]] = {}
@@ -352,11 +356,11 @@ class WholeBody:
         else:
             self.ceilings[side] = ceiling
 
-    def track_point(self, name: str, point: str, path, kp=None, kd=None, weight=None) -> None:
-        """Cost: a point follows ``path(t) -> (p, v, a)`` (PD with feedforward)."""
+    def track_point(self, name: str, point: tuple, path, kp=None, kd=None, weight=None) -> None:
+        """Cost: a point ``(frame, offset (3,) or None)`` follows ``path(t) -> (p, v, a)`` (PD with feedforward)."""
         g = self.g
         kp, kd, weight = kp or g.heel_kp, kd or g.heel_kd, weight or g.heel_weight
-        p = FramePoint(self.cm, point)
+        p = FramePoint(self.cm, *point)
 
         gains = ((kp,) * 3, (kd,) * 3)
 
@@ -374,14 +378,16 @@ class WholeBody:
         self.eqs.add_cost(name, acc(o) + kd * vel(o) + kp * orientation_error(o, np.asarray(R, dtype=float)), weight)
 
     def _posture(self) -> None:
-        """Cost: every joint's acceleration but the toes' follows the posture's PD (``self._ref["a"]``);
-        equation: the toes' accelerations are their PD's (note 6)."""
+        """Cost: every joint's acceleration (legs, torso, arms, head) but the held joints' follows the
+        posture's PD (``self._ref["a"]``); equation: the held joints' accelerations are their PD's (note 6)."""
         every = JointAccelerations(self.cm).joints  # every joint but the free flyer
-        body = JointAccelerations(self.cm, [n for n in every if not n.startswith("toe")])
-        toes = JointAccelerations(self.cm, [n for n in every if n.startswith("toe")])
+        held = self.biped.held
+        body = JointAccelerations(self.cm, [n for n in every if n not in held])
         self.eqs.add_cost("posture", body - TimeFunction(lambda t: self._ref["a"][body.v_index], "posture"),
                           self.g.posture_weight)
-        self.eqs.add_equation("toes held up", toes == TimeFunction(lambda t: self._ref["a"][toes.v_index], "toes"))
+        if held:
+            fixed = JointAccelerations(self.cm, [n for n in every if n in held])
+            self.eqs.add_equation("joints held", fixed == TimeFunction(lambda t: self._ref["a"][fixed.v_index], "held"))
 
     def remove(self, *names: str) -> None:
         for n in names:
@@ -393,8 +399,8 @@ class WholeBody:
         g, cm, eqs = self.g, self.cm, self.eqs
         self.sync(ctl)
         q0 = ctl.q.copy()
-        for side in "lr":  # the toes held up (note 6)
-            q0[cm.joint_q_slice(f"toe_joint_{side}")] = TOE_UP
+        for joint, angle in self.biped.held.items():  # (the thesis biped's toes held up: note 6)
+            q0[cm.joint_q_slice(joint)] = angle
         com = CenterOfMass(cm)
         Kp, Kd = np.diag(g.com_kp), np.diag(g.com_kd)
         kp, kd = Kp.diagonal(), Kd.diagonal()  # (diagonal gains: elementwise in the reference)
@@ -448,11 +454,11 @@ def walk(ctl, body: WholeBody, plan: WalkPlan):
     sole's lowest corner at the ground. Ends standing on both feet
     after the plan's steps.
     """
-    legs = {"l": Leg("l"), "r": Leg("r")}
+    legs = body.biped.feet
     W = body.weight  # N: the controller's model's weight (its load ceilings ramp over it)
     body.plant(ctl, "l")
     body.plant(ctl, "r")
-    level = {s: ctl.value(ctl.orientation(legs[s].foot)).copy() for s in "lr"}
+    level = {s: ctl.value(ctl.orientation(legs[s].frame)).copy() for s in "lr"}
     taken = 0
     for k, step in enumerate(plan.steps):
         swing, stance = legs[step.side], legs["l" if step.side == "r" else "r"]
@@ -465,34 +471,34 @@ def walk(ctl, body: WholeBody, plan: WalkPlan):
         yield ctl.after(max(step.lift - ctl.t, 0.0))
         # R-SWING: the heel on its trajectory, the foot level
         body.unplant(step.side)
-        ctl.log("lift-off", foot=swing.foot)
+        ctl.log("lift-off", foot=swing.frame, geom=swing.geom)
         path = swing_path(ctl, swing, step.target, step.land, plan.gait)
         body.track_point(swing.heel_traj, swing.heel, path)
-        body.hold_orientation(swing.foot_orientation, swing.foot, level[step.side])
+        body.hold_orientation(swing.orientation_task, swing.frame, level[step.side])
         yield ctl.until(lambda: distance_to_target(ctl, swing, step.target) < CLOSE_TO_TARGET,
-                        label=f"{swing.heel} near target")
+                        label=f"{swing.frame} heel near target")
         # R-LANDING: the heel comes on down at the strike speed (the path goes on at it)
-        yield ctl.until(lambda: foot_has_touched(ctl, swing), label=f"{swing.foot} touched")
+        yield ctl.until(lambda: foot_has_touched(ctl, swing), label=f"{swing.frame} touched")
         taken += 1
-        ctl.log("heel strike", foot=swing.foot, target=step.target.tolist(),
-                heel=ctl.value(ctl.point(swing.heel)).tolist())
+        ctl.log("heel strike", foot=swing.frame, geom=swing.geom, target=step.target.tolist(),
+                heel=ctl.value(ctl.point(*swing.heel)).tolist())
         # it settles flat, still level and pressed down by its path, before it is planted: the
         # servo's model holds a planted foot flat, and one still on an edge would be pushed about
         touched = ctl.t
         yield ctl.until(lambda: foot_is_flat(ctl, swing) or ctl.t > touched + SETTLE_TIME,
-                        label=f"{swing.foot} flat")
-        body.remove(swing.heel_traj, swing.foot_orientation)
+                        label=f"{swing.frame} flat")
+        body.remove(swing.heel_traj, swing.orientation_task)
         t0 = ctl.t
         body.plant(ctl, step.side, ceiling=lambda t, t0=t0: LIFT_LOAD + W * smooth_ramp((t - t0) / LOAD_TIME)[0])
-        ctl.log("planted", foot=swing.foot)
+        ctl.log("planted", foot=swing.frame, geom=swing.geom)
         yield ctl.after(LOAD_TIME)
         body.set_ceiling(step.side, None)
     yield ctl.until(lambda: ctl.t >= plan.end - 0.5, label="standing")
 
 
-def swing_path(ctl, leg: Leg, target: np.ndarray, land: float, gait: Gait):
+def swing_path(ctl, foot: Foot, target: np.ndarray, land: float, gait: Gait):
     """Fig. 6.7: a quintic for the heel to its target at touchdown time, lifted at mid-swing."""
-    heel = ctl.point(leg.heel)
+    heel = ctl.point(*foot.heel)
     v1 = gait.strike_speed * np.array([0.0, 0.0, 1.0]) + gait.strike_forward_speed * DIRECTION
     return Lifted(Quintic(ctl.value(heel), ctl.velocity(heel), target, v1, ctl.t, land - ctl.t), gait.clearance)
 
@@ -514,65 +520,54 @@ class Lifted:
         return p, v, a
 
 
-def distance_to_target(ctl, leg: Leg, target: np.ndarray) -> float:
+def distance_to_target(ctl, foot: Foot, target: np.ndarray) -> float:
     """Distance (m) of the heel from its target."""
-    return math.dist(ctl.value(ctl.point(leg.heel)).tolist(), np.asarray(target, dtype=float).tolist())
+    return math.dist(ctl.value(ctl.point(*foot.heel)).tolist(), np.asarray(target, dtype=float).tolist())
 
 
-def sole_height(ctl, leg: Leg, highest: bool = False) -> float:
+def sole_height(ctl, foot: Foot, highest: bool = False) -> float:
     """Height (m) of the foot's lowest (or highest) sole corner."""
     mech = ctl.mech
-    fid, corners = _sole(mech, leg.foot)
-    M = mech.kinematics().oMf[fid]
-    z = M.rotation[2].dot(corners)
+    M = mech.kinematics().oMf[mech.frame_id(foot.frame)]
+    z = M.rotation[2].dot(foot.corners)
     return float((z.max() if highest else z.min()) + M.translation[2])
 
 
-def _sole(mech, foot: str):
-    """The foot's frame id and its sole's corners (3, 4) in the foot frame (m), looked up once per
-    mechanism (kept on it, as its other per-model caches)."""
-    soles = mech.__dict__.setdefault("_soles", {})
-    cached = soles.get(foot)
-    if cached is None:
-        geom = next(g for g in mech.collision_model.geometryObjects if g.name == foot)
-        hx, hy, hz = np.asarray(geom.geometry.halfSide)
-        corners = np.array([[sx * hx, sy * hy, -hz] for sx in (1, -1) for sy in (1, -1)]).T
-        cached = soles[foot] = (mech.frame_id(foot), corners)
-    return cached
-
-
-def foot_is_flat(ctl, leg: Leg) -> bool:
+def foot_is_flat(ctl, foot: Foot) -> bool:
     """The sole rests on the ground: its contact is a face (the touch sensor), or all its corners
     are within ``FLAT_HEIGHT`` of the ground."""
-    if any(leg.foot in getattr(c, "geoms", ()) and getattr(c, "region", "") == "face"
+    if any(foot.geom in getattr(c, "geoms", ()) and getattr(c, "region", "") == "face"
            for c in ctl.mech.constraints.values()):
         return True
-    return sole_height(ctl, leg, highest=True) <= FLAT_HEIGHT
+    return sole_height(ctl, foot, highest=True) <= FLAT_HEIGHT
 
 
-def foot_has_touched(ctl, leg: Leg) -> bool:
+def foot_has_touched(ctl, foot: Foot) -> bool:
     """The foot touches the ground: a contact holds it (the touch sensor), or its sole reached z = 0."""
-    if any(leg.foot in getattr(c, "geoms", ()) for c in ctl.mech.constraints.values()):
+    if any(foot.geom in getattr(c, "geoms", ()) for c in ctl.mech.constraints.values()):
         return True
-    return sole_height(ctl, leg) <= 0.0
+    return sole_height(ctl, foot) <= 0.0
 
 
 # ------------------------------------------------------------------ setting up
-def walker(sim, built, model_mech, steps: int, *, gait: Gait | None = None, period: float = 1e-3, gains=None,
-           mu: float = 0.8):
+def walker(sim, biped: Biped, model_mech, steps: int, *, gait: Gait | None = None, period: float = 1e-3,
+           gains=None, mu: float = 0.8):
     """Add the walking program and its servo (at ``period`` s) to a simulator; returns (WholeBody, WalkPlan).
-    ``gait``: the steps' lengths and times (default ``Gait()``).
+
+    ``biped``: the robot's description (:class:`~controllers.biped_model.Biped`, of the simulated
+    mechanism; the controller's model ``model_mech`` has the same names). ``gait``: the steps'
+    lengths and times (default ``Gait()``). ``mu``: the friction the servo counts on.
 
     The simulator's contacts are the caller's (``sim.contact.enable_contacts``, after this call,
     so the first support set is found with the servo's torques)."""
     mech = sim.mech
     mech.set_state(sim.q, sim.v, check=False)
-    heels = {s: FramePoint(mech, f"foot_{s}.heel").position(mech).copy() for s in "lr"}
+    heels = {s: FramePoint(mech, *foot.heel).position(mech).copy() for s, foot in biped.feet.items()}
     com0 = CenterOfMass(model_mech)
     model_mech.set_state(sim.q, sim.v, check=False)
-    plan = WalkPlan(heels, com0.position(model_mech).copy(), steps, gait=gait)
-    feet = {f["frame"][-1]: f for f in biped_feet(built, mu)}
-    body = WholeBody(model_mech, feet, plan, gains=gains)
+    mid_sole = float(np.mean([f.half_length for f in biped.feet.values()]))  # heel to mid-sole
+    plan = WalkPlan(heels, com0.position(model_mech).copy(), steps, gait=gait, zmp_from_heel=mid_sole)
+    body = WholeBody(model_mech, biped, plan, gains=gains, mu=mu)
     sim.add_program(lambda ctl: walk(ctl, body, plan), name="walk")
     sim.add_program(body.program, name="whole-body servo", period=period)
     return body, plan

@@ -19,6 +19,7 @@ import pinocchio as pin
 
 import robots
 from controlkit.quantities import ControlTorque, FrameOrientation, FramePoint, JointAngle
+from controllers.biped_model import thesis_biped
 from controllers.gait import Gait, gait_with
 from controllers.walking_fd import walker
 from controllers.walking_stats import RollPitchYaw, Stack, contact_walking_statistics, format_contact_walking_statistics
@@ -68,7 +69,7 @@ def build(integrator: str = "semi_implicit_euler", dt: float = 1e-3, mass_error:
     # recorded every 10 ms (events and the last step always): the servo runs every 1 ms
     sim = Simulator(mech, built.q0, np.zeros(mech.nv), dt=dt, integrator=integrator, record=record,
                     record_every=max(1, round(0.01 / dt)))
-    servo, plan = walker(sim, built, model, steps, gait=gait)
+    servo, plan = walker(sim, thesis_biped(built), model, steps, gait=gait, mu=MU)
     src = enable_contacts(sim, friction=MU, pairs=[(foot, "ground") for foot in FEET])
     for foot in FEET:
         sim.record_quantities[f"{foot} contact force"] = src.force_probe(sim, foot, "ground")

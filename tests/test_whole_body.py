@@ -9,7 +9,7 @@ import robots
 from controlkit.constraints import WeldConstraint
 from controlkit.errors import ControlkitError
 from controlkit.quantities import FramePoint
-from controllers.walking_fd import TOE_UP
+from controllers.biped_model import thesis_biped
 from controllers.whole_body import FootContact, biped_feet, whole_body_stance
 from sim.compare import SwayPath
 from sim.contact import enable_contacts
@@ -24,8 +24,8 @@ def _stance(mass_error: float, T: float = 1.0):
     built = robots.biped(with_ground=True)
     mech = built.mechanism
     q0 = built.q0.copy()
-    for side in "lr":
-        q0[mech.joint_q_slice(f"toe_joint_{side}")] = TOE_UP
+    for joint, angle in thesis_biped(built).held.items():  # the toes held up
+        q0[mech.joint_q_slice(joint)] = angle
     ctrl = robots.biped(with_ground=True).mechanism  # the controller's own model
     j = ctrl.model.getJointId("root_joint")  # the torso (with the welded head)
     I = ctrl.model.inertias[j]

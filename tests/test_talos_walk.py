@@ -1,0 +1,84 @@
+"""Talos (example-robot-data) walks through the thesis biped's walking code: ``examples/talos_walk.py``.
+
+The description (:func:`controllers.biped_model.talos_biped`) is a few names; mass, leg length,
+soles and torque limits come from the model. The 20 s acceptance walk is in bench/walking.py
+(``--robot talos``); here the weight shift and the first step (3 s).
+"""
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from controlkit.errors import ModelError
+from controllers.biped_model import Biped, talos_biped
+from robots.talos import talos
+from sim.runner import load_script
+
+EXAMPLE = load_script(Path(__file__).resolve().parents[1] / "examples" / "talos_walk.py")
+
+
+def test_the_talos_description_is_read_from_its_urdf():
+    """Mass (the links' 90.27 kg), the URDF's effort limits per joint, the sole rectangle and depth
+    from the sole boxes, hips from the legs' first joints; q0 stands both soles on z = 0."""
+    built = talos(with_ground=True)
+    mech = built.mechanism
+    assert (mech.nq, mech.nv) == (39, 38)
+    b = talos_biped(mech)
+    assert b.mass == pytest.approx(sum(i.mass for i in list(mech.model.inertias)[1:]), rel=1e-12)
+    assert b.mass == pytest.approx(90.27, abs=0.01)
+    np.testing.assert_array_equal(b.torque_limits, mech.model.effortLimit[6:])
+    assert b.torque_limits.min() == 1.0 and b.torque_limits.max() == 300.0  # grippers, knees (N m)
+    f = b.feet["l"]
+    assert (f.frame, f.geom, f.half_length, f.half_width, f.depth) == ("left_sole_link", "left_sole", 0.1, 0.065, 0.0)
+    assert f.hip == "leg_left_1_link"
+    # the soles' corners lie on the ground at q0
+    data = mech.model.createData()
+    pin.framesForwardKinematics(mech.model, data, built.q0)
+    z = [((M.rotation @ b.feet[s].corners).T + M.translation)[:, 2]
+         for s in "lr" for M in [data.oMf[mech.model.getFrameId(b.feet[s].frame)]]]
+    assert min(map(np.min, z)) == pytest.approx(0.0, abs=1e-12) and max(map(np.max, z)) < 1e-12
+    # leg length: hip joint to sole with straight legs, within Talos' published 0.8 m class
+    assert 0.75 < b.leg_length < 0.9
+
+
+def test_a_humanoid_without_sole_boxes_is_refused_naming_what_to_add():
+    """The URDF's own collision model has meshes, not sole boxes: the description says so."""
+    import robots
+    mech = robots.load("talos")
+    with pytest.raises(ModelError, match="left_sole"):
+        talos_biped(mech)
+    with pytest.raises(ModelError, match="no sole frame 'left_foot'"):
+        Biped.from_model(talos().mechanism, soles={"l": "left_foot", "r": "right_sole_link"}, torso="base_link",
+                         legs={"l": [], "r": []})
+
+
+@pytest.fixture(scope="module")
+def first_step():
+    scn = EXAMPLE.build(steps=2)
+    scn.info["servo"].torque_log = []
+    rec = scn.sim.run(3.0)
+    return scn, rec, EXAMPLE.walking_statistics(rec)
+
+
+def test_talos_shifts_its_weight_and_takes_a_step_on_real_contact(first_step):
+    """Lift-off at 1.2 s, heel strike near 1.8 s: an impact and a contact made, the heel within
+    1 cm of its target, no standing foot sliding 1 mm, base height and attitude steady."""
+    scn, rec, s = first_step
+    assert not any(name.startswith(("weld", "stance")) for name in scn.sim.mech.constraints)  # no welds
+    assert s["steps"] >= 1 and not s["fell"]
+    assert s["strike_impacts"] == s["steps"] and s["strike_contacts"] == s["steps"]
+    assert s["max_strike_error"] < 0.01
+    assert s["max_stance_slip"] < 1e-3
+    assert s["torso_height_spread"] < 0.05 and s["max_roll_deg"] < 5.0 and s["max_pitch_deg"] < 5.0
+    x = rec.quantity("torso position")[:, 0]
+    assert x[-1] - x[0] > 0.05  # m: the base moved forward with the step
+
+
+def test_the_servos_torques_stay_within_the_urdfs_effort_limits_at_every_tick(first_step):
+    scn, _, _ = first_step
+    tau = np.array([t for _, t in scn.info["servo"].torque_log])
+    limits = scn.info["biped"].torque_limits
+    assert len(tau) >= 2999
+    assert (np.abs(tau) <= limits + 1e-9).all()
+    assert (np.abs(tau) / limits).max() > 0.2  # (they are used: a check that could fail)
