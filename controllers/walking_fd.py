@@ -1,5 +1,11 @@
 """Walking by forward dynamics on real contact (issue 7 part 2): the walking program of
-:mod:`controllers.walking` (thesis Fig. 6.7-6.9) driving a whole-body QP.
+:mod:`controllers.walking` (thesis Fig. 6.7-6.9) driving a whole-body QP, for any biped.
+
+The robot is a :class:`~controllers.biped_model.Biped` (its soles, legs, torso and held joints by
+name; mass, sole rectangles and torque limits from its model): the thesis biped
+(``examples/walking_fd.py``) and PAL's Talos (``examples/talos_walk.py``) go through this code
+alike. The gait (stride, swing and double-support times, clearance, centre-of-mass height, a turn
+per step) is a :class:`~controllers.gait.Gait`.
 
 Two programs run side by side:
 
@@ -63,35 +69,30 @@ Units: m, s, rad, N, N m.
 """
 from __future__ import annotations
 
-import bisect
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 import pinocchio as pin
-from scipy.interpolate import CubicSpline
-from scipy.linalg import solve_banded
 
 from controlkit.dynamics import evaluate
 from controlkit.equations import EquationSet
-from controlkit.errors import ControlkitError
 from controlkit.expressions import TimeFunction, acc, orientation_error, pos, vel
 from controlkit.quantities import CenterOfMass, ControlTorques, FrameOrientation, FramePoint, JointAccelerations
 from controllers.arm import smooth_ramp
 from controllers.gait import Gait
-from controllers.primitives import Quintic
 from controllers.biped_model import Biped, Foot
+from controllers.primitives import Quintic
+from controllers.walk_plan import DIRECTION, Step, WalkPlan, _yaw
 from controllers.whole_body import FootContact, note_loads
 
-__all__ = ["WalkPlan", "WholeBody", "WalkingGains", "walk", "walker"]
-
-G = 9.81
+__all__ = ["WalkPlan", "Step", "WholeBody", "WalkingGains", "walk", "walker"]
 
 # ------------------------------------------------------------------ Fig. 6.7 (pattern)
 # the gait (stride, swing and double-support times, clearance, strike speeds, centre-of-mass
-# height) is data: controllers.gait.Gait, whose defaults are this walk's (note 2)
-DIRECTION = np.array([1.0, 0.0, 0.0])      # walking direction
+# height) is data: controllers.gait.Gait, whose defaults are this walk's (note 2); the footsteps
+# and the centre-of-mass path (note 1) are controllers.walk_plan.WalkPlan's
 CLOSE_TO_TARGET = 0.01                     # m
 
 # ------------------------------------------------------------------ ours
@@ -127,162 +128,6 @@ class WalkingGains:
     # see StanceGains
     wrench_weights: tuple = (1.0, 1.0, 1.0, 50.0, 50.0, 50.0)
     foot_kv: float = 20.0  # 1/s: a planted foot's velocity is damped at this rate (it should be still)
-
-
-# ------------------------------------------------------------------ the plan (note 1)
-@dataclass
-class Step:
-    """One planned step: the swing leg's side, its heel target (m), lift-off and touchdown times (s)."""
-
-    side: str
-    target: np.ndarray
-    lift: float
-    land: float
-
-
-class WalkPlan:
-    """Footsteps by part 1's rule and a centre-of-mass path whose ZMP stays in the support.
-
-    Args:
-        heels: the heels' start positions ``{"l": (3,), "r": (3,)}`` (m).
-        com0: the centre of mass at the start (m); steps: how many; first: the first swing side.
-        gait: the steps' lengths and times, the centre of mass's height (default ``Gait()``).
-        zmp_from_heel: how far ahead of a stance heel its ZMP rests (m): mid-sole.
-
-    The ZMP reference ``p(t)`` rests at mid-sole of the stance foot during a swing and moves
-    (quintic ramp) to the landed foot during double support; the horizontal centre of mass
-    is the bounded solution of the linear inverted pendulum ``x'' = w^2 (x - p)``, ``w^2 = g / z``,
-    computed on a 5 ms grid as one banded (tridiagonal) system over the whole walk, the noncausal
-    ZMP preview. Its first ``gait.start`` s are a quintic from rest onto that solution (the
-    weight shift before the first lift-off). Height: lowered to ``gait.com_height`` (or by
-    ``gait.com_drop``) in the first second.
-    """
-
-    def __init__(self, heels: dict, com0, steps: int, first: str = "r", *, gait: Gait | None = None,
-                 zmp_from_heel: float = 0.1, h: float = 5e-3):
-        if set(heels) != {"l", "r"} or first not in heels:
-            raise ControlkitError(f"WalkPlan: heels must be given for sides 'l' and 'r', first one of them; "
-                                  f"got {sorted(heels)}, first {first!r}")
-        self.gait = gait = gait or Gait()
-        stride, time_in_air, double_support, start = gait.stride, gait.step_time, gait.double_support, gait.start
-        self.com0 = np.asarray(com0, dtype=float)
-        squat = gait.com_drop if gait.com_height is None else float(self.com0[2]) - gait.com_height
-        self.z = self.com0[2] - squat
-        self.w = math.sqrt(G / self.z)
-        self.squat = squat
-        heel = {s: np.asarray(p, dtype=float).copy() for s, p in heels.items()}
-        for p in heel.values():
-            p[2] = 0.0
-        other = {"l": "r", "r": "l"}
-        self.steps: list[Step] = []
-        swing, t = first, start
-        for _ in range(steps):
-            stance = other[swing]
-            hip_to_hip = heels[swing] - heels[stance]  # the standing feet are below the hips
-            sideways = hip_to_hip - (hip_to_hip @ DIRECTION) * DIRECTION
-            sideways[2] = 0.0
-            target = heel[stance] + stride * DIRECTION + (1.0 - gait.inside_step_fraction) * sideways
-            self.steps.append(Step(swing, target, t, t + time_in_air))
-            heel[swing] = target
-            t += time_in_air + double_support
-            swing = stance
-        self.end = (self.steps[-1].land if self.steps else start) + double_support + 1.0
-        zmp_of = lambda p: (p + zmp_from_heel * DIRECTION)[:2]
-        # ZMP knots: (time, point) with quintic ramps between consecutive knots
-        h0 = {s: np.asarray(p, dtype=float).copy() for s, p in heels.items()}
-        mid = 0.5 * (zmp_of(h0["l"]) + zmp_of(h0["r"]))
-        knots = [(0.0, mid)]
-        stand = dict(h0)
-        if self.steps:
-            knots.append((start, zmp_of(stand[other[first]])))
-        for st in self.steps:
-            stance = other[st.side]
-            knots.append((st.land, zmp_of(stand[stance])))  # rest in the stance foot during the swing
-            stand[st.side] = st.target
-            knots.append((st.land + double_support, zmp_of(st.target)))  # moved over in double support
-        if self.steps:
-            knots[-1] = (self.steps[-1].land + double_support,
-                         0.5 * (zmp_of(stand["l"]) + zmp_of(stand["r"])))  # the last: back between the feet
-        self.knots = knots
-        n = int(math.ceil(self.end / h)) + 1
-        tg = np.arange(n) * h
-        P = np.array([self.zmp(t) for t in tg])
-        # (x[i+1] - 2 x[i] + x[i-1]) / h^2 - w^2 x[i] = -w^2 p[i]; x[0] = p[0], x[n-1] = p[n-1]
-        w2h2 = (self.w * h) ** 2
-        ab = np.zeros((3, n))
-        ab[0, 2:] = 1.0
-        ab[1, :] = -(2.0 + w2h2)
-        ab[2, :-2] = 1.0
-        ab[1, 0] = ab[1, -1] = 1.0
-        rhs = -w2h2 * P
-        rhs[0], rhs[-1] = P[0], P[-1]
-        X = solve_banded((1, 1), ab, rhs)
-        self._spline = CubicSpline(tg, X, axis=0)
-        # breakpoints and coefficients as plain arrays: read at every servo tick (scipy's
-        # properties convert on each access)
-        # (per piece: the x and y coefficients, highest power first, as floats)
-        self._knots = np.asarray(self._spline.x).tolist()
-        self._coef = np.asarray(self._spline.c).transpose(1, 0, 2).reshape(len(self._knots) - 1, 8).tolist()
-        # the weight shift from rest: a quintic onto the pendulum's solution at gait.start
-        ts = start if self.steps else 0.0
-        if ts > 0:
-            self._shift = Quintic(self.com0[:2], np.zeros(2), self._spline(ts), self._spline(ts, 1), 0.0, ts)
-            self._shift_a = self._spline(ts, 2)
-        self._ts = ts
-
-    def zmp(self, t: float) -> np.ndarray:
-        """The ZMP reference (x, y) at t (m)."""
-        k = self.knots
-        if t <= k[0][0]:
-            return k[0][1].copy()
-        for (t0, p0), (t1, p1) in zip(k, k[1:]):
-            if t < t1:
-                s = smooth_ramp((t - t0) / (t1 - t0))[0] if t1 > t0 else 1.0
-                return p0 + s * (p1 - p0)
-        return k[-1][1].copy()
-
-    def _horizontal(self, t: float):
-        if t < self._ts:
-            return self._blend(t)
-        return self._cubic(min(t, self.end))
-
-    def _cubic(self, t: float):
-        """The spline's value, rate and acceleration at t from its coefficients (one piece, one
-        pass, in floats: read at every servo tick), as three [x, y] lists."""
-        x = self._knots
-        i = min(max(bisect.bisect_right(x, t) - 1, 0), len(x) - 2)
-        d = t - x[i]
-        out = ([], [], [])
-        c = self._coef[i]
-        for k in (0, 1):
-            c3, c2, c1, c0 = c[k], c[2 + k], c[4 + k], c[6 + k]
-            out[0].append(((c3 * d + c2) * d + c1) * d + c0)
-            out[1].append((3.0 * c3 * d + 2.0 * c2) * d + c1)
-            out[2].append(6.0 * c3 * d + 2.0 * c2)
-        return out
-
-    def _blend(self, t):
-        # quintic with matched end acceleration: add a cubic-in-s correction for a1 (p, v unchanged at ends)
-        p, v, a = self._shift(t)
-        T = self._ts
-        s = t / T
-        # b(s) = s^3 (1 - s)^2 ... gives b(1) = b'(1) = 0, b''(1) = 2; b(0) = b'(0) = b''(0) = 0
-        c = 0.5 * T * T * self._shift_a
-        b, db, ddb = s**3 * (1 - s) ** 2, 3 * s**2 * (1 - s) ** 2 - 2 * s**3 * (1 - s), \
-            6 * s * (1 - s) ** 2 - 12 * s**2 * (1 - s) + 2 * s**3
-        return p + c * b, v + c * db / T, a + c * ddb / T**2
-
-    def com(self, t: float):
-        """The centre of mass reference (p, v, a) at t: (3,) each (m, m/s, m/s^2)."""
-        x, xd, xdd = self._horizontal(t)
-        s, ds, dds = smooth_ramp(t / 1.0)
-        z = float(self.com0[2]) - self.squat * s
-        # (one array for the three rows: read at every servo tick)
-        p, v, a = np.array([x[0], x[1], z, xd[0], xd[1], -self.squat * ds,
-                            xdd[0], xdd[1], -self.squat * dds]).reshape(3, 3)
-        return p, v, a
-
-    __call__ = com
 
 
 # ------------------------------------------------------------------ the servo
@@ -371,11 +216,30 @@ class WholeBody:
         self.eqs.add_cost(name, acc(p) + kd * vel(p) + kp * pos(p) - TimeFunction(ref, name), weight)
 
     def hold_orientation(self, name: str, frame: str, R, kp=None, kd=None, weight=None) -> None:
-        """Cost: a frame turns to (and stays at) orientation R (3, 3)."""
+        """Cost: a frame turns to (and stays at) orientation R (3, 3), or follows ``R(t)``."""
         g = self.g
         kp, kd, weight = kp or g.foot_kp, kd or g.foot_kd, weight or g.foot_weight
         o = FrameOrientation(self.cm, frame)
-        self.eqs.add_cost(name, acc(o) + kd * vel(o) + kp * orientation_error(o, np.asarray(R, dtype=float)), weight)
+        R = R if callable(R) else np.asarray(R, dtype=float)
+        self.eqs.add_cost(name, acc(o) + kd * vel(o) + kp * orientation_error(o, R), weight)
+
+    def _turning_torso(self, R0: np.ndarray) -> None:
+        """Cost: the torso upright and turning with the walk's heading (the plan's ``heading_path``):
+        its orientation ``Rz(psi(t)) R0`` tracked with the turn's rate and acceleration fed forward
+        (without them it lags the turn by kd / kp times the rate: 2 deg at 19 deg/s)."""
+        g, path = self.g, self.com_path.heading_path
+        o = FrameOrientation(self.cm, self.torso)
+        kp, kd = g.orientation_kp, g.orientation_kd
+
+        def target(t):
+            return _yaw(path(t)[0]) @ R0
+
+        def feedforward(t):
+            _, rate, accel = path(t)
+            return np.array([0.0, 0.0, accel + kd * rate])
+
+        self.eqs.add_cost("torso upright", acc(o) + kd * vel(o) + kp * orientation_error(o, target)
+                          - TimeFunction(feedforward, "torso turn"), g.orientation_weight)
 
     def _posture(self) -> None:
         """Cost: every joint's acceleration (legs, torso, arms, head) but the held joints' follows the
@@ -413,8 +277,12 @@ class WholeBody:
 
         eqs.add_cost("com path", acc(com) + Kd @ vel(com) + Kp @ pos(com) - TimeFunction(com_ref, "com path"),
                      g.com_weight)
-        self.hold_orientation("torso upright", self.torso, FrameOrientation(cm, self.torso).position(cm),
-                              g.orientation_kp, g.orientation_kd, g.orientation_weight)
+        R0 = FrameOrientation(cm, self.torso).position(cm)
+        if any(st.heading for st in getattr(self.com_path, "steps", ())):
+            self._turning_torso(R0)
+        else:
+            self.hold_orientation("torso upright", self.torso, R0, g.orientation_kp, g.orientation_kd,
+                                  g.orientation_weight)
         ref = self._ref
         model = cm.model
         self._posture()
@@ -472,9 +340,10 @@ def walk(ctl, body: WholeBody, plan: WalkPlan):
         # R-SWING: the heel on its trajectory, the foot level
         body.unplant(step.side)
         ctl.log("lift-off", foot=swing.frame, geom=swing.geom)
-        path = swing_path(ctl, swing, step.target, step.land, plan.gait)
+        path = swing_path(ctl, swing, step.target, step.land, plan.gait, step.heading)
         body.track_point(swing.heel_traj, swing.heel, path)
-        body.hold_orientation(swing.orientation_task, swing.frame, level[step.side])
+        R = level[step.side] if step.heading == 0.0 else _yaw(step.heading) @ level[step.side]
+        body.hold_orientation(swing.orientation_task, swing.frame, R)
         yield ctl.until(lambda: distance_to_target(ctl, swing, step.target) < CLOSE_TO_TARGET,
                         label=f"{swing.frame} heel near target")
         # R-LANDING: the heel comes on down at the strike speed (the path goes on at it)
@@ -496,10 +365,12 @@ def walk(ctl, body: WholeBody, plan: WalkPlan):
     yield ctl.until(lambda: ctl.t >= plan.end - 0.5, label="standing")
 
 
-def swing_path(ctl, foot: Foot, target: np.ndarray, land: float, gait: Gait):
-    """Fig. 6.7: a quintic for the heel to its target at touchdown time, lifted at mid-swing."""
+def swing_path(ctl, foot: Foot, target: np.ndarray, land: float, gait: Gait, heading: float = 0.0):
+    """Fig. 6.7: a quintic for the heel to its target at touchdown time, lifted at mid-swing
+    (``heading``: the landing foot's, rad about z, the direction of its forward strike speed)."""
     heel = ctl.point(*foot.heel)
-    v1 = gait.strike_speed * np.array([0.0, 0.0, 1.0]) + gait.strike_forward_speed * DIRECTION
+    forward = DIRECTION if heading == 0.0 else _yaw(heading) @ DIRECTION
+    v1 = gait.strike_speed * np.array([0.0, 0.0, 1.0]) + gait.strike_forward_speed * forward
     return Lifted(Quintic(ctl.value(heel), ctl.velocity(heel), target, v1, ctl.t, land - ctl.t), gait.clearance)
 
 

@@ -82,3 +82,63 @@ def test_the_servos_torques_stay_within_the_urdfs_effort_limits_at_every_tick(fi
     assert len(tau) >= 2999
     assert (np.abs(tau) <= limits + 1e-9).all()
     assert (np.abs(tau) / limits).max() > 0.2  # (they are used: a check that could fail)
+
+
+# ------------------------------------------------------------------ robustness (the same 3 s as above)
+_CASES = {"heavier model": dict(mass_error=0.1), "lateral push": dict(push=(1.45, 0.1, 40.0)),
+          "friction 0.5": dict(friction=0.5), "turning": dict(turn=0.1745)}
+
+
+@pytest.fixture(scope="module")
+def variants():
+    out = {}
+
+    def run(case):
+        if case not in out:
+            scn = EXAMPLE.build(steps=2, **_CASES[case])
+            scn.info["servo"].torque_log = []
+            rec = scn.sim.run(3.0)
+            out[case] = (scn, rec, EXAMPLE.walking_statistics(rec))
+        return out[case]
+    return run
+
+
+@pytest.mark.parametrize("case", ["heavier model", "lateral push", "friction 0.5"])
+def test_talos_keeps_walking_with_a_wrong_model_a_push_or_less_friction(variants, case):
+    """The controller's model 10% heavier in every link; a 40 N sideways push on the base for 0.1 s
+    in mid-stance (the first swing: 1.2 to 1.8 s); the ground's friction 0.5 while the servo counts on
+    0.8. The step lands on target, nothing slides 1 cm, the base stays level, the torques within
+    the URDF's limits."""
+    scn, rec, s = variants(case)
+    assert s["steps"] >= 1 and not s["fell"]
+    assert s["strike_impacts"] == s["steps"] and s["max_strike_error"] < 0.01
+    assert s["max_stance_slip"] < 0.01
+    assert s["torso_height_spread"] < 0.05 and s["max_roll_deg"] < 5.0 and s["max_pitch_deg"] < 5.0
+    tau = np.array([t for _, t in scn.info["servo"].torque_log])
+    assert (np.abs(tau) <= scn.info["biped"].torque_limits + 1e-9).all()
+
+
+def test_the_push_moves_the_base_sideways_and_the_walk_brings_it_back(first_step, variants):
+    """4 N s on 90 kg: the base's sideways velocity jumps by about 4 cm/s against the unpushed walk,
+    then the centre-of-mass task pulls it back onto its path within a few centimetres."""
+    _, ref, _ = first_step
+    _, pushed, _ = variants("lateral push")
+    t = np.arange(1.40, 3.0, 0.01)  # (the two recordings hold their events' instants too)
+    dy = (np.interp(t, pushed.t, pushed.quantity("torso position")[:, 1])
+          - np.interp(t, ref.t, ref.quantity("torso position")[:, 1]))
+    i0, i1 = np.searchsorted(t, 1.44), np.searchsorted(t, 1.56)
+    dv = (dy[i1] - dy[i1 - 1] - (dy[i0] - dy[i0 - 1])) / 0.01
+    assert 0.02 < dv < 0.06  # m/s (impulse / mass: 0.044)
+    assert abs(dy).max() < 0.05 and abs(dy[-1]) < abs(dy).max()
+
+
+def test_talos_turns_each_step_by_the_gaits_turn(variants):
+    """10 deg per step: two steps in, the base's yaw follows the plan's heading within a degree (it
+    turns to 20 deg over the second double support), the feet land on their turned targets."""
+    scn, rec, s = variants("turning")
+    assert s["steps"] == 2 and s["max_strike_error"] < 0.01 and s["max_stance_slip"] < 0.01
+    plan = scn.info["plan"]
+    assert [st.heading for st in plan.steps] == pytest.approx([0.1745, 2 * 0.1745])
+    yaw = np.degrees(rec.quantity("torso roll pitch yaw")[:, 2])
+    want = np.degrees([plan.heading(t) for t in rec.t])
+    assert np.abs(yaw - want).max() < 1.0 and want[-1] > 15.0
