@@ -2,7 +2,7 @@
 
 The description (:func:`controllers.biped_model.talos_biped`) is a few names; mass, leg length,
 soles and torque limits come from the model. The 20 s acceptance walk is in bench/walking.py
-(``--robot talos``); here the weight shift and the first step (3 s).
+(``--robot talos``); here the weight shift and the first step (2.5 s).
 """
 from pathlib import Path
 
@@ -15,6 +15,7 @@ from controllers.biped_model import Biped, talos_biped
 from robots.talos import talos
 from sim.runner import load_script
 
+T = 2.5  # s: lift-off at 1.2 s, heel strike near 1.8 s, the load moved over by 2.2 s
 EXAMPLE = load_script(Path(__file__).resolve().parents[1] / "examples" / "talos_walk.py")
 
 
@@ -57,7 +58,7 @@ def test_a_humanoid_without_sole_boxes_is_refused_naming_what_to_add():
 def first_step():
     scn = EXAMPLE.build(steps=2)
     scn.info["servo"].torque_log = []
-    rec = scn.sim.run(3.0)
+    rec = scn.sim.run(T)
     return scn, rec, EXAMPLE.walking_statistics(rec)
 
 
@@ -79,12 +80,12 @@ def test_the_servos_torques_stay_within_the_urdfs_effort_limits_at_every_tick(fi
     scn, _, _ = first_step
     tau = np.array([t for _, t in scn.info["servo"].torque_log])
     limits = scn.info["biped"].torque_limits
-    assert len(tau) >= 2999
+    assert len(tau) >= 1000 * T - 1
     assert (np.abs(tau) <= limits + 1e-9).all()
     assert (np.abs(tau) / limits).max() > 0.2  # (they are used: a check that could fail)
 
 
-# ------------------------------------------------------------------ robustness (the same 3 s as above)
+# ------------------------------------------------------------------ robustness (the same 2.5 s as above)
 _CASES = {"heavier model": dict(mass_error=0.1), "lateral push": dict(push=(1.45, 0.1, 40.0)),
           "friction 0.5": dict(friction=0.5), "turning": dict(turn=0.1745)}
 
@@ -97,7 +98,7 @@ def variants():
         if case not in out:
             scn = EXAMPLE.build(steps=2, **_CASES[case])
             scn.info["servo"].torque_log = []
-            rec = scn.sim.run(3.0)
+            rec = scn.sim.run(T)
             out[case] = (scn, rec, EXAMPLE.walking_statistics(rec))
         return out[case]
     return run
@@ -123,7 +124,7 @@ def test_the_push_moves_the_base_sideways_and_the_walk_brings_it_back(first_step
     then the centre-of-mass task pulls it back onto its path within a few centimetres."""
     _, ref, _ = first_step
     _, pushed, _ = variants("lateral push")
-    t = np.arange(1.40, 3.0, 0.01)  # (the two recordings hold their events' instants too)
+    t = np.arange(1.40, T, 0.01)  # (the two recordings hold their events' instants too)
     dy = (np.interp(t, pushed.t, pushed.quantity("torso position")[:, 1])
           - np.interp(t, ref.t, ref.quantity("torso position")[:, 1]))
     i0, i1 = np.searchsorted(t, 1.44), np.searchsorted(t, 1.56)
@@ -133,12 +134,12 @@ def test_the_push_moves_the_base_sideways_and_the_walk_brings_it_back(first_step
 
 
 def test_talos_turns_each_step_by_the_gaits_turn(variants):
-    """10 deg per step: two steps in, the base's yaw follows the plan's heading within a degree (it
-    turns to 20 deg over the second double support), the feet land on their turned targets."""
+    """10 deg per step: the base's yaw follows the plan's heading within a degree (it turns to 10 deg
+    from the first lift-off to the end of its double support), the foot lands on its turned target."""
     scn, rec, s = variants("turning")
-    assert s["steps"] == 2 and s["max_strike_error"] < 0.01 and s["max_stance_slip"] < 0.01
+    assert s["steps"] == 1 and s["max_strike_error"] < 0.01 and s["max_stance_slip"] < 0.01
     plan = scn.info["plan"]
     assert [st.heading for st in plan.steps] == pytest.approx([0.1745, 2 * 0.1745])
     yaw = np.degrees(rec.quantity("torso roll pitch yaw")[:, 2])
     want = np.degrees([plan.heading(t) for t in rec.t])
-    assert np.abs(yaw - want).max() < 1.0 and want[-1] > 15.0
+    assert np.abs(yaw - want).max() < 1.0 and want[-1] > 9.9
