@@ -92,8 +92,8 @@ def servo_cases():
     """
     import robots
     from controlkit.quantities import CenterOfMass, FrameOrientation
+    from controllers.biped_model import thesis_biped
     from controllers.walking_fd import WalkPlan, WholeBody
-    from controllers.whole_body import biped_feet
     for one_foot in (False, True):
         built = robots.biped(with_ground=True)
         mech, cm = built.mechanism, robots.biped(with_ground=True).mechanism
@@ -102,7 +102,7 @@ def servo_cases():
         cm.set_state(q, v, check=False)
         heels = {s: FramePoint(mech, f"foot_{s}.heel").position(mech).copy() for s in "lr"}
         plan = WalkPlan(heels, CenterOfMass(cm).position(cm).copy(), 4)
-        body = WholeBody(cm, {f["frame"][-1]: f for f in biped_feet(built, 0.8)}, plan)
+        body = WholeBody(cm, thesis_biped(built), plan)
         t = plan.steps[0].lift if one_foot else 0.5
         ctl = _Handle(mech, q, v, t)
         body.plant(ctl, "l")
@@ -111,7 +111,7 @@ def servo_cases():
             side = plan.steps[0].side
             body.unplant(side)
             heel = heels[side] + np.array([0.0, 0.0, 0.02])
-            body.track_point("heel", f"foot_{side}.heel", lambda t, p=heel: (p, np.zeros(3), np.zeros(3)))
+            body.track_point("heel", (f"foot_{side}.heel", None), lambda t, p=heel: (p, np.zeros(3), np.zeros(3)))
             body.hold_orientation("foot", f"foot_{side}", FrameOrientation(cm, f"foot_{side}").position(cm))
         next(body.program(ctl))  # the servo's first tick adds its costs and limits, and solves once
         name = "servo, one foot planted + swing tasks" if one_foot else "servo, both feet planted"

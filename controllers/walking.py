@@ -27,7 +27,7 @@ Where we depart from the thesis, and why (each is marked "thesis:" or "ours" at 
 2. Swing clearance. The quintic alone runs the heel from where it lifted straight to
    its target on the ground, so the toes would pass through the floor and the leg,
    reaching far and low, straightens its knee and folds it backwards. A lift of
-   ``SWING_CLEARANCE`` at mid-swing (zero, with its rates, at both ends) is added.
+   ``Gait.clearance`` (6 cm) at mid-swing (zero, with its rates, at both ends) is added.
 3. Landing. The thesis stiffens the landing knee to 175 deg in 0.05 s; with the heel
    trajectory removed, that knee drives the heel into the ground at about 4 m/s on
    our legs. We hold the knee at the angle it has; the stance knee is straightened
@@ -74,17 +74,18 @@ import numpy as np
 from controlkit.expressions import acc, pos, vel
 from controlkit.quantities import CachedQuantity, Quantity
 from controlkit.vec3 import cross
+from controllers.gait import Gait
 from controllers.primitives import Quintic, orient_with_pd, pd_time_constant, rotation, set_angle_with_pd, track
 
-__all__ = ["walk", "Leg", "move_heel_to_target", "initialize", "BODIES", "KneeHeading", "BodyAccelerations"]
+__all__ = ["walk", "THESIS_GAIT", "Leg", "move_heel_to_target", "initialize", "BODIES", "KneeHeading", "BodyAccelerations"]
 
 # ------------------------------------------------------------------ Fig. 6.7
-TIME_IN_AIR = 0.5                          # s
-STRIDE = 0.5                               # m
+#: the thesis' gait: 0.5 m in 0.5 s swings, heel strikes at 0.05 m/s down (its heel-Y speed: Y is up
+#: there) and 0.02 m/s forward; inside step: thesis other heel + 20% of hip-to-hip, ours + (1 - 20%)
+#: (note 1); clearance ours (note 2). Double support and centre-of-mass height are not this program's.
+THESIS_GAIT = Gait(stride=0.5, step_time=0.5, clearance=0.06, inside_step_fraction=0.20,
+                   strike_speed=-0.05, strike_forward_speed=0.02)
 DIRECTION = np.array([1.0, 0.0, 0.0])      # walking direction
-INSIDE_STEP_FRACTION = 0.20                # thesis: other heel + 20% of hip-to-hip; ours: + (1 - 20%) (note 1)
-HEEL_VERTICAL_STRIKE_SPEED = -0.05         # m/s (the thesis' heel-Y strike speed: Y is up there)
-HEEL_FORWARD_STRIKE_SPEED = 0.02           # m/s (heel-X strike speed, along DIRECTION)
 FOOT_STRIKE_ORIENTATION = rotation(-10.0, (0, 1, 0))  # 10 deg about the lateral axis: toes up
 TORSO_ORIENTATION = rotation(10.0, (0, 1, 0))         # thesis: the same rotation as the foot (note 7): leaning forward
 
@@ -96,7 +97,6 @@ TOE_LIFTED = math.radians(10.0)            # take-off ends when the toe joint pa
 CLOSE_TO_TARGET = 0.01                     # m
 
 # ------------------------------------------------------------------ ours
-SWING_CLEARANCE = 0.06                     # m: heel lift at mid-swing (note 2)
 FLAT = math.radians(0.1)                   # a landing foot counts as flat within this (rad)
 TIME_TO_FLAT = 0.05                        # s: the shoe turns a landing foot flat about its heel
 CENTRING_WEIGHT = 20.0                     # Fig. 6.8's weight of the torso-centring term
@@ -127,11 +127,13 @@ class Leg:
 
 
 # ------------------------------------------------------------------ Fig. 6.9
-def walk(ctl, steps: int | None = None):
+def walk(ctl, steps: int | None = None, gait: Gait = THESIS_GAIT):
     """The walking program of Fig. 6.9, from standing on both feet.
 
     ``steps`` limits the number of steps (default: walk on); after the last one the
-    biped stands on both feet and the program ends.
+    biped stands on both feet and the program ends. ``gait``: stride, swing time, clearance
+    and strike speeds (its double support, start and centre-of-mass height are not used here:
+    the phases follow each other as Fig. 6.9 says).
     """
     left, right = Leg("l"), Leg("r")
     put_on_shoe(ctl, left)
@@ -146,10 +148,10 @@ def walk(ctl, steps: int | None = None):
     taken = 0
     while True:
         # R-SWING: the swing-phase equations of Fig. 6.4
-        target = move_heel_to_target(ctl, swing, stance)
+        target = move_heel_to_target(ctl, swing, stance, gait)
         stiffen_knee(ctl, stance, STANCE_KNEE, 0.1)
-        orient_with_pd(ctl, swing.foot_orientation, swing.foot, FOOT_STRIKE_ORIENTATION, TIME_IN_AIR)
-        set_angle_with_pd(ctl, swing.toe_angle, swing.toe_joint, TOE_STRAIGHT, TIME_IN_AIR)
+        orient_with_pd(ctl, swing.foot_orientation, swing.foot, FOOT_STRIKE_ORIENTATION, gait.step_time)
+        set_angle_with_pd(ctl, swing.toe_angle, swing.toe_joint, TOE_STRAIGHT, gait.step_time)
         yield ctl.until(lambda: distance_to_target(ctl, swing, target) < CLOSE_TO_TARGET,
                         label=f"{swing.heel} near target")
 
@@ -255,32 +257,32 @@ class BodyAccelerations(Quantity):
 
 
 # ------------------------------------------------------------------ Fig. 6.7
-def move_heel_to_target(ctl, leg: Leg, other: Leg) -> np.ndarray:
+def move_heel_to_target(ctl, leg: Leg, other: Leg, gait: Gait = THESIS_GAIT) -> np.ndarray:
     """Fig. 6.7: a quintic for the swing heel to one stride past the other heel; returns the target (m)."""
     hip_to_hip = position(ctl, leg.hip) - position(ctl, other.hip)
     sideways = hip_to_hip - (hip_to_hip @ DIRECTION) * DIRECTION
     sideways[2] = 0.0
-    target_x = position(ctl, other.heel) + STRIDE * DIRECTION + (1.0 - INSIDE_STEP_FRACTION) * sideways
+    target_x = position(ctl, other.heel) + gait.stride * DIRECTION + (1.0 - gait.inside_step_fraction) * sideways
     target_x[2] = 0.0  # on the ground
-    target_v = HEEL_VERTICAL_STRIKE_SPEED * np.array([0.0, 0.0, 1.0]) + HEEL_FORWARD_STRIKE_SPEED * DIRECTION
+    target_v = gait.strike_speed * np.array([0.0, 0.0, 1.0]) + gait.strike_forward_speed * DIRECTION
     heel = ctl.point(leg.heel)
-    quintic = Quintic(ctl.value(heel), ctl.velocity(heel), target_x, target_v, ctl.t, TIME_IN_AIR)
-    track(ctl, leg.heel_traj, heel, SwingPath(quintic), TIME_IN_AIR)
+    quintic = Quintic(ctl.value(heel), ctl.velocity(heel), target_x, target_v, ctl.t, gait.step_time)
+    track(ctl, leg.heel_traj, heel, SwingPath(quintic, gait.clearance), gait.step_time)
     return target_x
 
 
 class SwingPath:
-    """The heel's quintic plus a lift of SWING_CLEARANCE at mid-swing (zero, with its rate and
+    """The heel's quintic plus a lift of ``clearance`` (m) at mid-swing (zero, with its rate and
     acceleration, at both ends; note 2)."""
 
-    def __init__(self, quintic: Quintic):
-        self.quintic = quintic
+    def __init__(self, quintic: Quintic, clearance: float = THESIS_GAIT.clearance):
+        self.quintic, self.clearance = quintic, clearance
 
     def __call__(self, t: float):
         p, v, a = self.quintic(t)
         T = self.quintic.dt
         s = min(max((t - self.quintic.t0) / T, 0.0), 1.0)
-        h = 16.0 * SWING_CLEARANCE  # 16 s^2 (1 - s)^2 peaks at 1 for s = 1/2
+        h = 16.0 * self.clearance  # 16 s^2 (1 - s)^2 peaks at 1 for s = 1/2
         lift = h * s * s * (1 - s) ** 2
         rate = h * (2 * s - 6 * s**2 + 4 * s**3) / T
         accel = h * (2 - 12 * s + 12 * s**2) / T**2 if 0.0 < s < 1.0 else 0.0

@@ -1,5 +1,11 @@
 """Walking by forward dynamics on real contact (issue 7 part 2): the walking program of
-:mod:`controllers.walking` (thesis Fig. 6.7-6.9) driving a whole-body QP.
+:mod:`controllers.walking` (thesis Fig. 6.7-6.9) driving a whole-body QP, for any biped.
+
+The robot is a :class:`~controllers.biped_model.Biped` (its soles, legs, torso and held joints by
+name; mass, sole rectangles and torque limits from its model): the thesis biped
+(``examples/walking_fd.py``) and PAL's Talos (``examples/talos_walk.py``) go through this code
+alike. The gait (stride, swing and double-support times, clearance, centre-of-mass height, a turn
+per step) is a :class:`~controllers.gait.Gait`.
 
 Two programs run side by side:
 
@@ -26,20 +32,21 @@ departs), and why:
    support (a ZMP preview solved over the whole walk as one banded system): with a real floor the
    whole weight must pass through the feet, so the centre of mass must be carried over the stance
    foot before a foot lifts. Part 1's torso centring between the feet is this plan.
-2. Slow, short steps (``STRIDE``, ``TIME_IN_AIR``, ``DOUBLE_SUPPORT_TIME``): the stance is
-   flat-footed and the centre of mass stays low (``SQUAT``), so the torques stay far from their
-   limits and the centre of pressure inside the sole.
+2. Slow, short steps (:class:`~controllers.gait.Gait`'s defaults: 0.15 m strides, 0.6 s swings,
+   0.4 s double supports; part 1: 0.5 m in 0.5 s): the stance is flat-footed and the centre of
+   mass stays low (``Gait.com_drop``), so the torques stay far from their limits and the centre of
+   pressure inside the sole.
 3. Take-off: a foot leaves the ground flat, after the load has been moved off it (its load
    ceiling ramps to zero during double support): the toe segment cannot carry a push-off through
    a sole of 7 cm without the centre of pressure reaching its edge. Landing: the heel comes down
-   with the foot level, at ``HEEL_VERTICAL_STRIKE_SPEED`` and no forward speed (a forward speed
-   would make the struck foot slide).
+   with the foot level, at ``Gait.strike_speed`` and no forward speed (part 1: 0.02 m/s; a
+   forward speed would make the struck foot slide).
 4. The torso is held upright (part 1 leans it 10 deg forward; here a lean moves the centre of
    mass plan's reference away from the torso for no gain).
 5. Part 1's cost on all body accelerations (Fig. 6.8) becomes a posture cost: every joint but
    the toes is pulled toward the standing posture, which fixes each leg's swivel about its
    hip-ankle line (part 1's note 8).
-6. The toe segments are held ``TOE_UP`` (toes up): only their joint line, the sole's front edge,
+6. The thesis biped's toe segments are held 5 deg up (``Biped.held``, :func:`~controllers.biped_model.thesis_biped`): only their joint line, the sole's front edge,
    reaches the ground, so the foot stands on its sole alone and its contact with the ground is
    one rigid sole (the simulation watches the soles' pairs only). A toe resting beside the sole
    makes the ground's split of load and friction between sole and toe arbitrary (the points
@@ -62,49 +69,37 @@ Units: m, s, rad, N, N m.
 """
 from __future__ import annotations
 
-import bisect
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 import pinocchio as pin
-from scipy.interpolate import CubicSpline
-from scipy.linalg import solve_banded
 
 from controlkit.dynamics import evaluate
 from controlkit.equations import EquationSet
 from controlkit.expressions import TimeFunction, acc, orientation_error, pos, vel
 from controlkit.quantities import CenterOfMass, ControlTorques, FrameOrientation, FramePoint, JointAccelerations
 from controllers.arm import smooth_ramp
+from controllers.gait import Gait
+from controllers.biped_model import Biped, Foot
 from controllers.primitives import Quintic
-from controllers.walking import Leg
-from controllers.whole_body import FootContact, biped_feet, note_loads
+from controllers.walk_plan import DIRECTION, Step, WalkPlan, _yaw
+from controllers.whole_body import FootContact, note_loads
 
-__all__ = ["WalkPlan", "WholeBody", "WalkingGains", "walk", "walker"]
-
-G = 9.81
+__all__ = ["WalkPlan", "Step", "WholeBody", "WalkingGains", "walk", "walker"]
 
 # ------------------------------------------------------------------ Fig. 6.7 (pattern)
-STRIDE = 0.15                              # m; part 1: 0.5 (note 2)
-TIME_IN_AIR = 0.6                          # s: a swing; part 1: 0.5
-DOUBLE_SUPPORT_TIME = 0.4                  # s: both feet down, the load moves over (note 1)
-DIRECTION = np.array([1.0, 0.0, 0.0])      # walking direction
-INSIDE_STEP_FRACTION = 0.20                # as part 1 (its note 1): feet 14.4 cm apart
-HEEL_VERTICAL_STRIKE_SPEED = -0.05         # m/s, as the thesis
-HEEL_FORWARD_STRIKE_SPEED = 0.0            # m/s; thesis: 0.02 (note 3)
-SWING_CLEARANCE = 0.04                     # m: heel lift at mid-swing; part 1: 0.06
+# the gait (stride, swing and double-support times, clearance, strike speeds, centre-of-mass
+# height) is data: controllers.gait.Gait, whose defaults are this walk's (note 2); the footsteps
+# and the centre-of-mass path (note 1) are controllers.walk_plan.WalkPlan's
 CLOSE_TO_TARGET = 0.01                     # m
 
 # ------------------------------------------------------------------ ours
-START_TIME = 1.2                           # s: the first weight shift before the first lift-off
-SQUAT = 0.03                               # m: the centre of mass is lowered this much at the start
 UNLOAD_TIME = 0.15                         # s: a trailing foot's load ceiling ramps to zero over this
 LOAD_TIME = 0.05                           # s: a landed foot's load ceiling ramps up over this
 LIFT_LOAD = 30.0                           # N: what a trailing foot still carries when it lifts
 MIN_LOAD = 20.0                            # N: a planted foot carries at least this (its contact stays firm)
-TOE_UP = math.radians(5.0)                 # toe joints are held this far up (note 6)
-ZMP_FROM_HEEL = 0.10                       # m: the ZMP rests this far ahead of the stance heel (mid-sole)
 SETTLE_TIME = 0.15                         # s: the longest a touched-down foot may take to rest flat
 COP_MARGIN = 0.8                           # the servo keeps a planted foot's centre of pressure in this share of the sole (note 7)
 FLAT_HEIGHT = 5e-4                         # m: a sole whose corners are all this close to the ground is flat
@@ -135,154 +130,6 @@ class WalkingGains:
     foot_kv: float = 20.0  # 1/s: a planted foot's velocity is damped at this rate (it should be still)
 
 
-# ------------------------------------------------------------------ the plan (note 1)
-@dataclass
-class Step:
-    """One planned step: the swing leg's side, its heel target (m), lift-off and touchdown times (s)."""
-
-    side: str
-    target: np.ndarray
-    lift: float
-    land: float
-
-
-class WalkPlan:
-    """Footsteps by part 1's rule and a centre-of-mass path whose ZMP stays in the support.
-
-    Args:
-        heels: the heels' start positions ``{"l": (3,), "r": (3,)}`` (m).
-        com0: the centre of mass at the start (m); steps: how many; first: the first swing side.
-
-    The ZMP reference ``p(t)`` rests at mid-sole of the stance foot during a swing and moves
-    (quintic ramp) to the landed foot during double support; the horizontal centre of mass
-    is the bounded solution of the linear inverted pendulum ``x'' = w^2 (x - p)``, ``w^2 = g / z``,
-    computed on a 5 ms grid as one banded (tridiagonal) system over the whole walk, the noncausal
-    ZMP preview. Its first ``START_TIME`` s are a quintic from rest onto that solution (the
-    weight shift before the first lift-off). Height: lowered by ``SQUAT`` in the first second.
-    """
-
-    def __init__(self, heels: dict, com0, steps: int, first: str = "r", *, stride: float = STRIDE,
-                 time_in_air: float = TIME_IN_AIR, double_support: float = DOUBLE_SUPPORT_TIME,
-                 start: float = START_TIME, squat: float = SQUAT, h: float = 5e-3):
-        self.com0 = np.asarray(com0, dtype=float)
-        self.z = self.com0[2] - squat
-        self.w = math.sqrt(G / self.z)
-        self.squat = squat
-        heel = {s: np.asarray(p, dtype=float).copy() for s, p in heels.items()}
-        for p in heel.values():
-            p[2] = 0.0
-        other = {"l": "r", "r": "l"}
-        self.steps: list[Step] = []
-        swing, t = first, start
-        for _ in range(steps):
-            stance = other[swing]
-            hip_to_hip = heels[swing] - heels[stance]  # the standing feet are below the hips
-            sideways = hip_to_hip - (hip_to_hip @ DIRECTION) * DIRECTION
-            sideways[2] = 0.0
-            target = heel[stance] + stride * DIRECTION + (1.0 - INSIDE_STEP_FRACTION) * sideways
-            self.steps.append(Step(swing, target, t, t + time_in_air))
-            heel[swing] = target
-            t += time_in_air + double_support
-            swing = stance
-        self.end = (self.steps[-1].land if self.steps else start) + double_support + 1.0
-        zmp_of = lambda p: (p + ZMP_FROM_HEEL * DIRECTION)[:2]
-        # ZMP knots: (time, point) with quintic ramps between consecutive knots
-        h0 = {s: np.asarray(p, dtype=float).copy() for s, p in heels.items()}
-        mid = 0.5 * (zmp_of(h0["l"]) + zmp_of(h0["r"]))
-        knots = [(0.0, mid)]
-        stand = dict(h0)
-        if self.steps:
-            knots.append((start, zmp_of(stand[other[first]])))
-        for st in self.steps:
-            stance = other[st.side]
-            knots.append((st.land, zmp_of(stand[stance])))  # rest in the stance foot during the swing
-            stand[st.side] = st.target
-            knots.append((st.land + double_support, zmp_of(st.target)))  # moved over in double support
-        if self.steps:
-            knots[-1] = (self.steps[-1].land + double_support,
-                         0.5 * (zmp_of(stand["l"]) + zmp_of(stand["r"])))  # the last: back between the feet
-        self.knots = knots
-        n = int(math.ceil(self.end / h)) + 1
-        tg = np.arange(n) * h
-        P = np.array([self.zmp(t) for t in tg])
-        # (x[i+1] - 2 x[i] + x[i-1]) / h^2 - w^2 x[i] = -w^2 p[i]; x[0] = p[0], x[n-1] = p[n-1]
-        w2h2 = (self.w * h) ** 2
-        ab = np.zeros((3, n))
-        ab[0, 2:] = 1.0
-        ab[1, :] = -(2.0 + w2h2)
-        ab[2, :-2] = 1.0
-        ab[1, 0] = ab[1, -1] = 1.0
-        rhs = -w2h2 * P
-        rhs[0], rhs[-1] = P[0], P[-1]
-        X = solve_banded((1, 1), ab, rhs)
-        self._spline = CubicSpline(tg, X, axis=0)
-        # breakpoints and coefficients as plain arrays: read at every servo tick (scipy's
-        # properties convert on each access)
-        # (per piece: the x and y coefficients, highest power first, as floats)
-        self._knots = np.asarray(self._spline.x).tolist()
-        self._coef = np.asarray(self._spline.c).transpose(1, 0, 2).reshape(len(self._knots) - 1, 8).tolist()
-        # the weight shift from rest: a quintic onto the pendulum's solution at START_TIME
-        ts = start if self.steps else 0.0
-        if ts > 0:
-            self._shift = Quintic(self.com0[:2], np.zeros(2), self._spline(ts), self._spline(ts, 1), 0.0, ts)
-            self._shift_a = self._spline(ts, 2)
-        self._ts = ts
-
-    def zmp(self, t: float) -> np.ndarray:
-        """The ZMP reference (x, y) at t (m)."""
-        k = self.knots
-        if t <= k[0][0]:
-            return k[0][1].copy()
-        for (t0, p0), (t1, p1) in zip(k, k[1:]):
-            if t < t1:
-                s = smooth_ramp((t - t0) / (t1 - t0))[0] if t1 > t0 else 1.0
-                return p0 + s * (p1 - p0)
-        return k[-1][1].copy()
-
-    def _horizontal(self, t: float):
-        if t < self._ts:
-            return self._blend(t)
-        return self._cubic(min(t, self.end))
-
-    def _cubic(self, t: float):
-        """The spline's value, rate and acceleration at t from its coefficients (one piece, one
-        pass, in floats: read at every servo tick), as three [x, y] lists."""
-        x = self._knots
-        i = min(max(bisect.bisect_right(x, t) - 1, 0), len(x) - 2)
-        d = t - x[i]
-        out = ([], [], [])
-        c = self._coef[i]
-        for k in (0, 1):
-            c3, c2, c1, c0 = c[k], c[2 + k], c[4 + k], c[6 + k]
-            out[0].append(((c3 * d + c2) * d + c1) * d + c0)
-            out[1].append((3.0 * c3 * d + 2.0 * c2) * d + c1)
-            out[2].append(6.0 * c3 * d + 2.0 * c2)
-        return out
-
-    def _blend(self, t):
-        # quintic with matched end acceleration: add a cubic-in-s correction for a1 (p, v unchanged at ends)
-        p, v, a = self._shift(t)
-        T = self._ts
-        s = t / T
-        # b(s) = s^3 (1 - s)^2 ... gives b(1) = b'(1) = 0, b''(1) = 2; b(0) = b'(0) = b''(0) = 0
-        c = 0.5 * T * T * self._shift_a
-        b, db, ddb = s**3 * (1 - s) ** 2, 3 * s**2 * (1 - s) ** 2 - 2 * s**3 * (1 - s), \
-            6 * s * (1 - s) ** 2 - 12 * s**2 * (1 - s) + 2 * s**3
-        return p + c * b, v + c * db / T, a + c * ddb / T**2
-
-    def com(self, t: float):
-        """The centre of mass reference (p, v, a) at t: (3,) each (m, m/s, m/s^2)."""
-        x, xd, xdd = self._horizontal(t)
-        s, ds, dds = smooth_ramp(t / 1.0)
-        z = float(self.com0[2]) - self.squat * s
-        # (one array for the three rows: read at every servo tick)
-        p, v, a = np.array([x[0], x[1], z, xd[0], xd[1], -self.squat * ds,
-                            xdd[0], xdd[1], -self.squat * dds]).reshape(3, 3)
-        return p, v, a
-
-    __call__ = com
-
-
 # ------------------------------------------------------------------ the servo
 class WholeBody:
     """The whole-body QP on the controller's own model; its tasks are what the phases change.
@@ -290,10 +137,11 @@ class WholeBody:
     Args:
         model_mech: the controller's :class:`~controlkit.mechanism.Mechanism` (its own instance,
             possibly with wrong masses).
-        feet: ``{"l": FootContact arguments, "r": ...}`` (:func:`~controllers.whole_body.biped_feet`).
+        biped: the robot's :class:`~controllers.biped_model.Biped` (feet, torso held upright,
+            held joints, torque limits).
         com_path: ``t -> (p, v, a)`` of the centre of mass (m).
-        torso: the torso's frame (held upright).
-        torque_limit: |tau| bound (N m). gains: :class:`WalkingGains`.
+        gains: :class:`WalkingGains`; mu: the friction coefficient the planted feet's wrenches
+            respect (their pyramid is inside it).
 
     :meth:`program` is the servo (a control program to run at 1 kHz). ``last`` is its last
     solution on the model, ``solves`` the number of solves. Set ``torque_log`` to a list to
@@ -302,11 +150,11 @@ class WholeBody:
 
     torque_log: list | None = None
 
-    def __init__(self, model_mech, feet: dict, com_path, torso: str = "torso", *, torque_limit: float = 300.0,
-                 gains: WalkingGains | None = None):
-        self.cm, self.feet, self.com_path, self.torso = model_mech, feet, com_path, torso
+    def __init__(self, model_mech, biped: Biped, com_path, *, gains: WalkingGains | None = None, mu: float = 0.8):
+        self.cm, self.biped, self.com_path, self.torso = model_mech, biped, com_path, biped.torso
+        self.feet = {side: foot.contact(mu) for side, foot in biped.feet.items()}
         self.g = gains or WalkingGains()
-        self.torque_limit = torque_limit
+        self.torque_limit = biped.torque_limits
         self.eqs = EquationSet(kp=0.0, kv=self.g.foot_kv, critical_forms=False)
         self.planted: dict[str, FootContact] = {}
         self.ceilings: dict[str, Callable[[float], float]] = {}
@@ -314,7 +162,7 @@ class WholeBody:
         self.solves = 0
         self._ref = {"a": np.zeros(model_mech.nv)}  # the posture's accelerations at this tick
         m = model_mech.model
-        self.weight = float(np.sum([i.mass for i in m.inertias])) * float(-m.gravity.linear[2])  # N, the model's
+        self.weight = pin.computeTotalMass(m) * float(-m.gravity.linear[2])  # N: the model's moving bodies'
 
     # the phases' vocabulary
     def sync(self, ctl) -> None:
@@ -353,11 +201,11 @@ class WholeBody:
         else:
             self.ceilings[side] = ceiling
 
-    def track_point(self, name: str, point: str, path, kp=None, kd=None, weight=None) -> None:
-        """Cost: a point follows ``path(t) -> (p, v, a)`` (PD with feedforward)."""
+    def track_point(self, name: str, point: tuple, path, kp=None, kd=None, weight=None) -> None:
+        """Cost: a point ``(frame, offset (3,) or None)`` follows ``path(t) -> (p, v, a)`` (PD with feedforward)."""
         g = self.g
         kp, kd, weight = kp or g.heel_kp, kd or g.heel_kd, weight or g.heel_weight
-        p = FramePoint(self.cm, point)
+        p = FramePoint(self.cm, *point)
 
         gains = ((kp,) * 3, (kd,) * 3)
 
@@ -368,21 +216,42 @@ class WholeBody:
         self.eqs.add_cost(name, acc(p) + kd * vel(p) + kp * pos(p) - TimeFunction(ref, name), weight)
 
     def hold_orientation(self, name: str, frame: str, R, kp=None, kd=None, weight=None) -> None:
-        """Cost: a frame turns to (and stays at) orientation R (3, 3)."""
+        """Cost: a frame turns to (and stays at) orientation R (3, 3), or follows ``R(t)``."""
         g = self.g
         kp, kd, weight = kp or g.foot_kp, kd or g.foot_kd, weight or g.foot_weight
         o = FrameOrientation(self.cm, frame)
-        self.eqs.add_cost(name, acc(o) + kd * vel(o) + kp * orientation_error(o, np.asarray(R, dtype=float)), weight)
+        R = R if callable(R) else np.asarray(R, dtype=float)
+        self.eqs.add_cost(name, acc(o) + kd * vel(o) + kp * orientation_error(o, R), weight)
+
+    def _turning_torso(self, R0: np.ndarray) -> None:
+        """Cost: the torso upright and turning with the walk's heading (the plan's ``heading_path``):
+        its orientation ``Rz(psi(t)) R0`` tracked with the turn's rate and acceleration fed forward
+        (without them it lags the turn by kd / kp times the rate: 2 deg at 19 deg/s)."""
+        g, path = self.g, self.com_path.heading_path
+        o = FrameOrientation(self.cm, self.torso)
+        kp, kd = g.orientation_kp, g.orientation_kd
+
+        def target(t):
+            return _yaw(path(t)[0]) @ R0
+
+        def feedforward(t):
+            _, rate, accel = path(t)
+            return np.array([0.0, 0.0, accel + kd * rate])
+
+        self.eqs.add_cost("torso upright", acc(o) + kd * vel(o) + kp * orientation_error(o, target)
+                          - TimeFunction(feedforward, "torso turn"), g.orientation_weight)
 
     def _posture(self) -> None:
-        """Cost: every joint's acceleration but the toes' follows the posture's PD (``self._ref["a"]``);
-        equation: the toes' accelerations are their PD's (note 6)."""
+        """Cost: every joint's acceleration (legs, torso, arms, head) but the held joints' follows the
+        posture's PD (``self._ref["a"]``); equation: the held joints' accelerations are their PD's (note 6)."""
         every = JointAccelerations(self.cm).joints  # every joint but the free flyer
-        body = JointAccelerations(self.cm, [n for n in every if not n.startswith("toe")])
-        toes = JointAccelerations(self.cm, [n for n in every if n.startswith("toe")])
+        held = self.biped.held
+        body = JointAccelerations(self.cm, [n for n in every if n not in held])
         self.eqs.add_cost("posture", body - TimeFunction(lambda t: self._ref["a"][body.v_index], "posture"),
                           self.g.posture_weight)
-        self.eqs.add_equation("toes held up", toes == TimeFunction(lambda t: self._ref["a"][toes.v_index], "toes"))
+        if held:
+            fixed = JointAccelerations(self.cm, [n for n in every if n in held])
+            self.eqs.add_equation("joints held", fixed == TimeFunction(lambda t: self._ref["a"][fixed.v_index], "held"))
 
     def remove(self, *names: str) -> None:
         for n in names:
@@ -394,8 +263,8 @@ class WholeBody:
         g, cm, eqs = self.g, self.cm, self.eqs
         self.sync(ctl)
         q0 = ctl.q.copy()
-        for side in "lr":  # the toes held up (note 6)
-            q0[cm.joint_q_slice(f"toe_joint_{side}")] = TOE_UP
+        for joint, angle in self.biped.held.items():  # (the thesis biped's toes held up: note 6)
+            q0[cm.joint_q_slice(joint)] = angle
         com = CenterOfMass(cm)
         Kp, Kd = np.diag(g.com_kp), np.diag(g.com_kd)
         kp, kd = Kp.diagonal(), Kd.diagonal()  # (diagonal gains: elementwise in the reference)
@@ -408,8 +277,12 @@ class WholeBody:
 
         eqs.add_cost("com path", acc(com) + Kd @ vel(com) + Kp @ pos(com) - TimeFunction(com_ref, "com path"),
                      g.com_weight)
-        self.hold_orientation("torso upright", self.torso, FrameOrientation(cm, self.torso).position(cm),
-                              g.orientation_kp, g.orientation_kd, g.orientation_weight)
+        R0 = FrameOrientation(cm, self.torso).position(cm)
+        if any(st.heading for st in getattr(self.com_path, "steps", ())):
+            self._turning_torso(R0)
+        else:
+            self.hold_orientation("torso upright", self.torso, R0, g.orientation_kp, g.orientation_kd,
+                                  g.orientation_weight)
         ref = self._ref
         model = cm.model
         self._posture()
@@ -449,10 +322,11 @@ def walk(ctl, body: WholeBody, plan: WalkPlan):
     sole's lowest corner at the ground. Ends standing on both feet
     after the plan's steps.
     """
-    legs = {"l": Leg("l"), "r": Leg("r")}
+    legs = body.biped.feet
+    W = body.weight  # N: the controller's model's weight (its load ceilings ramp over it)
     body.plant(ctl, "l")
     body.plant(ctl, "r")
-    level = {s: ctl.value(ctl.orientation(legs[s].foot)).copy() for s in "lr"}
+    level = {s: ctl.value(ctl.orientation(legs[s].frame)).copy() for s in "lr"}
     taken = 0
     for k, step in enumerate(plan.steps):
         swing, stance = legs[step.side], legs["l" if step.side == "r" else "r"]
@@ -461,40 +335,43 @@ def walk(ctl, body: WholeBody, plan: WalkPlan):
         if ctl.t < unload:
             yield ctl.after(unload - ctl.t)
         w0 = ctl.t
-        body.set_ceiling(step.side, lambda t, w0=w0: LIFT_LOAD + 75.0 * G * (1.0 - smooth_ramp((t - w0) / UNLOAD_TIME)[0]))
+        body.set_ceiling(step.side, lambda t, w0=w0: LIFT_LOAD + W * (1.0 - smooth_ramp((t - w0) / UNLOAD_TIME)[0]))
         yield ctl.after(max(step.lift - ctl.t, 0.0))
         # R-SWING: the heel on its trajectory, the foot level
         body.unplant(step.side)
-        ctl.log("lift-off", foot=swing.foot)
-        path = swing_path(ctl, swing, step.target, step.land)
+        ctl.log("lift-off", foot=swing.frame, geom=swing.geom)
+        path = swing_path(ctl, swing, step.target, step.land, plan.gait, step.heading)
         body.track_point(swing.heel_traj, swing.heel, path)
-        body.hold_orientation(swing.foot_orientation, swing.foot, level[step.side])
+        R = level[step.side] if step.heading == 0.0 else _yaw(step.heading) @ level[step.side]
+        body.hold_orientation(swing.orientation_task, swing.frame, R)
         yield ctl.until(lambda: distance_to_target(ctl, swing, step.target) < CLOSE_TO_TARGET,
-                        label=f"{swing.heel} near target")
+                        label=f"{swing.frame} heel near target")
         # R-LANDING: the heel comes on down at the strike speed (the path goes on at it)
-        yield ctl.until(lambda: foot_has_touched(ctl, swing), label=f"{swing.foot} touched")
+        yield ctl.until(lambda: foot_has_touched(ctl, swing), label=f"{swing.frame} touched")
         taken += 1
-        ctl.log("heel strike", foot=swing.foot, target=step.target.tolist(),
-                heel=ctl.value(ctl.point(swing.heel)).tolist())
+        ctl.log("heel strike", foot=swing.frame, geom=swing.geom, target=step.target.tolist(),
+                heel=ctl.value(ctl.point(*swing.heel)).tolist())
         # it settles flat, still level and pressed down by its path, before it is planted: the
         # servo's model holds a planted foot flat, and one still on an edge would be pushed about
         touched = ctl.t
         yield ctl.until(lambda: foot_is_flat(ctl, swing) or ctl.t > touched + SETTLE_TIME,
-                        label=f"{swing.foot} flat")
-        body.remove(swing.heel_traj, swing.foot_orientation)
+                        label=f"{swing.frame} flat")
+        body.remove(swing.heel_traj, swing.orientation_task)
         t0 = ctl.t
-        body.plant(ctl, step.side, ceiling=lambda t, t0=t0: LIFT_LOAD + 75.0 * G * smooth_ramp((t - t0) / LOAD_TIME)[0])
-        ctl.log("planted", foot=swing.foot)
+        body.plant(ctl, step.side, ceiling=lambda t, t0=t0: LIFT_LOAD + W * smooth_ramp((t - t0) / LOAD_TIME)[0])
+        ctl.log("planted", foot=swing.frame, geom=swing.geom)
         yield ctl.after(LOAD_TIME)
         body.set_ceiling(step.side, None)
     yield ctl.until(lambda: ctl.t >= plan.end - 0.5, label="standing")
 
 
-def swing_path(ctl, leg: Leg, target: np.ndarray, land: float):
-    """Fig. 6.7: a quintic for the heel to its target at touchdown time, lifted at mid-swing."""
-    heel = ctl.point(leg.heel)
-    v1 = HEEL_VERTICAL_STRIKE_SPEED * np.array([0.0, 0.0, 1.0]) + HEEL_FORWARD_STRIKE_SPEED * DIRECTION
-    return Lifted(Quintic(ctl.value(heel), ctl.velocity(heel), target, v1, ctl.t, land - ctl.t), SWING_CLEARANCE)
+def swing_path(ctl, foot: Foot, target: np.ndarray, land: float, gait: Gait, heading: float = 0.0):
+    """Fig. 6.7: a quintic for the heel to its target at touchdown time, lifted at mid-swing
+    (``heading``: the landing foot's, rad about z, the direction of its forward strike speed)."""
+    heel = ctl.point(*foot.heel)
+    forward = DIRECTION if heading == 0.0 else _yaw(heading) @ DIRECTION
+    v1 = gait.strike_speed * np.array([0.0, 0.0, 1.0]) + gait.strike_forward_speed * forward
+    return Lifted(Quintic(ctl.value(heel), ctl.velocity(heel), target, v1, ctl.t, land - ctl.t), gait.clearance)
 
 
 class Lifted:
@@ -514,63 +391,54 @@ class Lifted:
         return p, v, a
 
 
-def distance_to_target(ctl, leg: Leg, target: np.ndarray) -> float:
+def distance_to_target(ctl, foot: Foot, target: np.ndarray) -> float:
     """Distance (m) of the heel from its target."""
-    return math.dist(ctl.value(ctl.point(leg.heel)).tolist(), np.asarray(target, dtype=float).tolist())
+    return math.dist(ctl.value(ctl.point(*foot.heel)).tolist(), np.asarray(target, dtype=float).tolist())
 
 
-def sole_height(ctl, leg: Leg, highest: bool = False) -> float:
+def sole_height(ctl, foot: Foot, highest: bool = False) -> float:
     """Height (m) of the foot's lowest (or highest) sole corner."""
     mech = ctl.mech
-    fid, corners = _sole(mech, leg.foot)
-    M = mech.kinematics().oMf[fid]
-    z = M.rotation[2].dot(corners)
+    M = mech.kinematics().oMf[mech.frame_id(foot.frame)]
+    z = M.rotation[2].dot(foot.corners)
     return float((z.max() if highest else z.min()) + M.translation[2])
 
 
-def _sole(mech, foot: str):
-    """The foot's frame id and its sole's corners (3, 4) in the foot frame (m), looked up once per
-    mechanism (kept on it, as its other per-model caches)."""
-    soles = mech.__dict__.setdefault("_soles", {})
-    cached = soles.get(foot)
-    if cached is None:
-        geom = next(g for g in mech.collision_model.geometryObjects if g.name == foot)
-        hx, hy, hz = np.asarray(geom.geometry.halfSide)
-        corners = np.array([[sx * hx, sy * hy, -hz] for sx in (1, -1) for sy in (1, -1)]).T
-        cached = soles[foot] = (mech.frame_id(foot), corners)
-    return cached
-
-
-def foot_is_flat(ctl, leg: Leg) -> bool:
+def foot_is_flat(ctl, foot: Foot) -> bool:
     """The sole rests on the ground: its contact is a face (the touch sensor), or all its corners
     are within ``FLAT_HEIGHT`` of the ground."""
-    if any(leg.foot in getattr(c, "geoms", ()) and getattr(c, "region", "") == "face"
+    if any(foot.geom in getattr(c, "geoms", ()) and getattr(c, "region", "") == "face"
            for c in ctl.mech.constraints.values()):
         return True
-    return sole_height(ctl, leg, highest=True) <= FLAT_HEIGHT
+    return sole_height(ctl, foot, highest=True) <= FLAT_HEIGHT
 
 
-def foot_has_touched(ctl, leg: Leg) -> bool:
+def foot_has_touched(ctl, foot: Foot) -> bool:
     """The foot touches the ground: a contact holds it (the touch sensor), or its sole reached z = 0."""
-    if any(leg.foot in getattr(c, "geoms", ()) for c in ctl.mech.constraints.values()):
+    if any(foot.geom in getattr(c, "geoms", ()) for c in ctl.mech.constraints.values()):
         return True
-    return sole_height(ctl, leg) <= 0.0
+    return sole_height(ctl, foot) <= 0.0
 
 
 # ------------------------------------------------------------------ setting up
-def walker(sim, built, model_mech, steps: int, *, period: float = 1e-3, gains=None, mu: float = 0.8):
+def walker(sim, biped: Biped, model_mech, steps: int, *, gait: Gait | None = None, period: float = 1e-3,
+           gains=None, mu: float = 0.8):
     """Add the walking program and its servo (at ``period`` s) to a simulator; returns (WholeBody, WalkPlan).
+
+    ``biped``: the robot's description (:class:`~controllers.biped_model.Biped`, of the simulated
+    mechanism; the controller's model ``model_mech`` has the same names). ``gait``: the steps'
+    lengths and times (default ``Gait()``). ``mu``: the friction the servo counts on.
 
     The simulator's contacts are the caller's (``sim.contact.enable_contacts``, after this call,
     so the first support set is found with the servo's torques)."""
     mech = sim.mech
     mech.set_state(sim.q, sim.v, check=False)
-    heels = {s: FramePoint(mech, f"foot_{s}.heel").position(mech).copy() for s in "lr"}
+    heels = {s: FramePoint(mech, *foot.heel).position(mech).copy() for s, foot in biped.feet.items()}
     com0 = CenterOfMass(model_mech)
     model_mech.set_state(sim.q, sim.v, check=False)
-    plan = WalkPlan(heels, com0.position(model_mech).copy(), steps)
-    feet = {f["frame"][-1]: f for f in biped_feet(built, mu)}
-    body = WholeBody(model_mech, feet, plan, gains=gains)
+    mid_sole = float(np.mean([f.half_length for f in biped.feet.values()]))  # heel to mid-sole
+    plan = WalkPlan(heels, com0.position(model_mech).copy(), steps, gait=gait, zmp_from_heel=mid_sole)
+    body = WholeBody(model_mech, biped, plan, gains=gains, mu=mu)
     sim.add_program(lambda ctl: walk(ctl, body, plan), name="walk")
     sim.add_program(body.program, name="whole-body servo", period=period)
     return body, plan

@@ -49,7 +49,7 @@ def _strike_figures(rec) -> dict:
     strikes = heel_strikes(rec)
     errors = [float(np.linalg.norm(np.subtract(e.data["heel"], e.data["target"]))) for e in strikes]
     heading = 0.0
-    for foot in ("foot_l", "foot_r"):
+    for foot in sorted({e.data["foot"] for e in strikes}):
         xy = np.array([e.data["heel"][:2] for e in strikes if e.data["foot"] == foot])
         if len(xy) >= 2:
             d = xy[-1] - xy[0]
@@ -162,7 +162,8 @@ def contact_walking_statistics(rec, feet: dict[str, str], fallen_height: float =
     came below ``fallen_height`` m), ``max_roll_deg`` and ``max_pitch_deg`` (torso, after the
     first step), ``stances`` (:func:`stance_slips`), ``max_stance_slip`` (m), ``strike_impacts``
     and ``strike_contacts`` (heel strikes followed within 50 ms by an impact, and by a contact
-    made, of that foot), ``events`` (count per kind).
+    made, of that foot: its ``geom``, the sole's collision geometry, or else its name), ``events``
+    (count per kind).
     """
     t = rec.t
     strikes = heel_strikes(rec)
@@ -172,7 +173,8 @@ def contact_walking_statistics(rec, feet: dict[str, str], fallen_height: float =
 
     def followed(e, kind):
         return any(x.kind == kind and e.time <= x.time <= e.time + 0.05
-                   and any(e.data["foot"] in pair for pair in x.data.get("pairs", [x.data.get("pair", [])]))
+                   and any(e.data.get("geom", e.data["foot"]) in pair
+                           for pair in x.data.get("pairs", [x.data.get("pair", [])]))
                    for x in rec.events)
 
     kinds: dict[str, int] = {}

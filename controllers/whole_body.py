@@ -231,16 +231,3 @@ def whole_body_stance(model_mech, feet: Sequence[dict], torso: str, path: Path, 
     program.__name__ = "whole_body_stance"
     program.last = None
     return program
-
-
-def biped_feet(built, mu: float) -> list[dict]:
-    """The planted-foot descriptions (:class:`FootContact` arguments) of :func:`robots.biped`'s feet:
-    the rear foot box's sole (the toe segment is left to the simulator's contacts)."""
-    mech = built.mechanism
-    out = []
-    for side in ("l", "r"):
-        frame = f"foot_{side}"
-        geom = next(g for g in mech.collision_model.geometryObjects if g.name == frame)
-        half = np.asarray(geom.geometry.halfSide, dtype=float)
-        out.append(dict(frame=frame, half_length=half[0], half_width=half[1], sole_depth=half[2], mu=mu))
-    return out

@@ -17,14 +17,15 @@ import numpy as np
 
 import robots
 from controlkit.quantities import ControlTorque, FrameOrientation, FramePoint, JointAngle
-from controllers.walking import walk
+from controllers.gait import gait_with
+from controllers.walking import THESIS_GAIT, walk
 from controllers.walking_stats import RollPitchYaw, Stack
 from controllers.walking_stats import format_walking_statistics, walking_statistics  # noqa: F401 (bench/walking.py)
 from sim.runner import Scenario, run_scenario
 from sim.simulator import Simulator
 
 
-def build(integrator: str = "rk4", dt: float = 0.01, steps: int | None = None) -> Scenario:
+def build(integrator: str = "rk4", dt: float = 0.01, steps: int | None = None, **gait) -> Scenario:
     """The walking scenario.
 
     Args:
@@ -32,7 +33,10 @@ def build(integrator: str = "rk4", dt: float = 0.01, steps: int | None = None) -
             equations have time constants of about 11 ms) and about twice faster than real time.
         dt: integration step (s).
         steps: stop walking after this many steps (default: walk on).
+        gait: fields of :class:`controllers.gait.Gait` to change from the thesis' gait
+            (``stride=0.4``, ``step_time``, ``clearance``, strike speeds; m, s, m/s).
     """
+    gait = gait_with(THESIS_GAIT, **gait)
     _single_threaded_blas()
     built = robots.biped()
     mech = built.mechanism
@@ -58,7 +62,7 @@ def build(integrator: str = "rk4", dt: float = 0.01, steps: int | None = None) -
              "constraint error": "m, rad"}
     for name, unit in units.items():
         sim.recording.set_unit(name, unit)
-    sim.add_program(lambda ctl: walk(ctl, steps), name="walk")
+    sim.add_program(lambda ctl: walk(ctl, steps, gait), name="walk")
 
     panels = [
         ("left heel", 0, "left heel x"), ("right heel", 0, "right heel x"), ("torso position", 0, "torso x"),

@@ -8,7 +8,8 @@ friction (mu 0.8): heel strikes are impacts and contact events, lift-offs are co
 
 Run: ``controlkit demo walking_fd --seconds 6 --html --plot`` (or this file directly).
 ``build(mass_error=0.1)`` (``--set mass_error=0.1``) makes the controller's model of the torso
-10% heavier than the robot.
+10% heavier than the robot; the gait's fields are options too (``--set stride=0.2``,
+:class:`controllers.gait.Gait`).
 :func:`walking_statistics` computes what the acceptance asks for: steps, heel-strike errors,
 heading drift, torso height and orientation, how far each standing foot slid, and whether the
 heel strikes were impacts and contacts.
@@ -18,6 +19,8 @@ import pinocchio as pin
 
 import robots
 from controlkit.quantities import ControlTorque, FrameOrientation, FramePoint, JointAngle
+from controllers.biped_model import thesis_biped
+from controllers.gait import Gait, gait_with
 from controllers.walking_fd import walker
 from controllers.walking_stats import RollPitchYaw, Stack, contact_walking_statistics, format_contact_walking_statistics
 from sim.contact import enable_contacts
@@ -30,7 +33,7 @@ MU = 0.8
 
 
 def build(integrator: str = "semi_implicit_euler", dt: float = 1e-3, mass_error: float = 0.0,
-          steps: int = STEPS, mu: float = MU) -> Scenario:
+          steps: int = STEPS, mu: float = MU, **gait) -> Scenario:
     """The walking scenario.
 
     Args:
@@ -42,7 +45,10 @@ def build(integrator: str = "semi_implicit_euler", dt: float = 1e-3, mass_error:
         steps: how many steps the walking program plans.
         mu: the soles' friction coefficient on the ground (static and kinetic); the servo's
             friction pyramid keeps its own 0.8.
+        gait: fields of :class:`controllers.gait.Gait` to change (``stride=0.2``, ``step_time=0.5``,
+            ``double_support``, ``clearance``, ``com_height``, ...; m, s).
     """
+    gait = gait_with(Gait(), **gait)
     built = robots.biped(with_ground=True)
     mech = built.mechanism
     model = robots.biped(with_ground=True).mechanism  # the controller's own model of the robot
@@ -65,7 +71,7 @@ def build(integrator: str = "semi_implicit_euler", dt: float = 1e-3, mass_error:
     # recorded every 10 ms (events and the last step always): the servo runs every 1 ms
     sim = Simulator(mech, built.q0, np.zeros(mech.nv), dt=dt, integrator=integrator, record=record,
                     record_every=max(1, round(0.01 / dt)))
-    servo, plan = walker(sim, built, model, steps)
+    servo, plan = walker(sim, thesis_biped(built), model, steps, gait=gait, mu=MU)
     src = enable_contacts(sim, friction=mu, pairs=[(foot, "ground") for foot in FEET])
     for foot in FEET:
         sim.record_quantities[f"{foot} contact force"] = src.force_probe(sim, foot, "ground")

@@ -95,10 +95,10 @@ def test_heel_targets_are_a_stride_past_the_other_heel_and_inside_the_hip_line(w
     hip_width = float(np.linalg.norm(hips[0] - hips[1]))
     for before, after in zip(strikes, strikes[1:]):
         target, other_heel = np.array(after.data["target"]), np.array(before.data["heel"])
-        assert target[0] - other_heel[0] == pytest.approx(W.STRIDE, abs=1e-9)
+        assert target[0] - other_heel[0] == pytest.approx(W.THESIS_GAIT.stride, abs=1e-9)
         assert target[2] == 0.0
         sideways = abs(target[1] - other_heel[1])
-        assert sideways == pytest.approx((1 - W.INSIDE_STEP_FRACTION) * hip_width, abs=2e-3)
+        assert sideways == pytest.approx((1 - W.THESIS_GAIT.inside_step_fraction) * hip_width, abs=2e-3)
         assert after.data["foot"] != before.data["foot"]
 
 

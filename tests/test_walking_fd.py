@@ -216,3 +216,35 @@ def test_the_summary_gives_the_servos_own_solves_and_no_strike_error_before_a_st
     short = EXAMPLE.build()
     text = short.summary(short.sim.run(0.05))
     assert "- (no heel strike yet)" in text and "nan" not in text
+
+
+def test_the_gait_is_data_a_longer_stride_moves_every_planned_heel_target():
+    """``build(stride=...)`` (the command line's ``--set stride=0.2``) reaches the footstep plan:
+    successive targets of one foot lie two strides apart, the first one stride past the other heel."""
+    for stride in (0.15, 0.2):
+        plan = EXAMPLE.build(stride=stride, steps=4).info["plan"]
+        assert plan.gait.stride == stride
+        xs = [s.target[0] for s in plan.steps]
+        np.testing.assert_allclose(np.diff(xs[::2]), 2 * stride, atol=1e-12)
+        np.testing.assert_allclose(np.diff(xs), stride, atol=1e-12)
+
+
+def test_an_unknown_or_impossible_gait_parameter_is_refused_naming_the_valid_ones():
+    from controlkit.errors import ControlkitError
+    from controllers.gait import Gait
+    with pytest.raises(ControlkitError, match="stride, step_time"):
+        EXAMPLE.build(strid=0.2)
+    with pytest.raises(ControlkitError, match="step_time"):
+        Gait(step_time=0.0)
+    with pytest.raises(ControlkitError, match="strike_speed"):
+        Gait(strike_speed=0.05)
+
+
+def test_the_servo_reads_the_robots_weight_from_its_own_model():
+    """The load ceilings and the feet's nominal shares use the controller model's weight: 75 kg for
+    the thesis biped, its torso and head (51 kg) 10% heavier in the heavier torso model (no 75 kg written in the code)."""
+    g = 9.81
+    exact = EXAMPLE.build().info["servo"]
+    heavy = EXAMPLE.build(mass_error=0.1).info["servo"]
+    assert exact.weight == pytest.approx(75.0 * g, rel=1e-12)
+    assert heavy.weight - exact.weight == pytest.approx(0.1 * (0.597 + 0.081) * 75.0 * g, rel=1e-9)  # trunk + head

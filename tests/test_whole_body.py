@@ -9,8 +9,8 @@ import robots
 from controlkit.constraints import WeldConstraint
 from controlkit.errors import ControlkitError
 from controlkit.quantities import FramePoint
-from controllers.walking_fd import TOE_UP
-from controllers.whole_body import FootContact, biped_feet, whole_body_stance
+from controllers.biped_model import thesis_biped
+from controllers.whole_body import FootContact, whole_body_stance
 from controlkit.studies.compare import SwayPath
 from sim.contact import enable_contacts
 from sim.simulator import Simulator
@@ -24,15 +24,15 @@ def _stance(mass_error: float, T: float = 1.0):
     built = robots.biped(with_ground=True)
     mech = built.mechanism
     q0 = built.q0.copy()
-    for side in "lr":
-        q0[mech.joint_q_slice(f"toe_joint_{side}")] = TOE_UP
+    for joint, angle in thesis_biped(built).held.items():  # the toes held up
+        q0[mech.joint_q_slice(joint)] = angle
     ctrl = robots.biped(with_ground=True).mechanism  # the controller's own model
     j = ctrl.model.getJointId("root_joint")  # the torso (with the welded head)
     I = ctrl.model.inertias[j]
     ctrl.model.inertias[j] = pin.Inertia(I.mass * (1 + mass_error), I.lever.copy(), I.inertia * (1 + mass_error))
     path = SwayPath(FramePoint(mech, "torso").position(mech).copy(), 0.0, T, sway=0.002, squat=0.004)
     sim = Simulator(mech, q0, np.zeros(mech.nv), dt=1e-3, integrator="rk4")
-    program = whole_body_stance(ctrl, biped_feet(built, 0.8), "torso", path)
+    program = whole_body_stance(ctrl, [f.contact(0.8) for f in thesis_biped(built).feet.values()], "torso", path)
     sim.add_program(program, period=1e-3)
     src = enable_contacts(sim, friction=0.8, pairs=[(f"foot_{s}", "ground") for s in "lr"])
     feet0 = [mech.data.oMf[mech.frame_id(f"foot_{s}")].translation.copy() for s in "lr"]
@@ -115,7 +115,7 @@ def test_the_kept_inequality_layout_gives_the_rows_assembled_afresh():
     built = robots.biped()
     mech = built.mechanism
     feet = [FootContact(f"stance {f['frame']}", f["frame"], f["half_length"], f["half_width"], f["sole_depth"], f["mu"])
-            for f in biped_feet(built, 0.8)]
+            for f in (foot.contact(0.8) for foot in thesis_biped(built).feet.values())]
     for c in feet:
         c.bind(mech)
         mech.constraints[c.name] = c
