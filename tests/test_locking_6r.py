@@ -188,3 +188,14 @@ def test_rx130_brakes_lock_each_joint_when_its_brake_sticks():
     sim.solve_now()
     for j in brakes.stuck():
         assert abs(brakes.holding_torque(j)) <= brakes.static[j]
+
+
+def test_locking_6r_demo_runs_and_plots(tmp_path):
+    from pathlib import Path
+    from sim.runner import load_script, run_scenario
+    module = load_script(Path(__file__).parents[1] / "examples" / "locking_6r.py")
+    scn = module.build(dt=1e-3)
+    rec = run_scenario(scn, seconds=0.06, out=tmp_path, plot=tmp_path / "l.png", quiet=True)
+    assert (tmp_path / "l.png").stat().st_size > 10_000
+    assert [e.data["joint"] for e in rec.events_of("brake")] == ["joint_1"]
+    assert rec.quantity("motor rates").shape == (len(rec.t), 3)
