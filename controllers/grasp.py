@@ -8,9 +8,9 @@ position loop would make of the contact):
 1. **approach** — the palm's slider is servoed (PD with the hand's weight fed forward) down to
    the height where straight fingers reach the object's mid-height, fingers held open;
 2. **close** — each finger's first hinge turns inward at a damped rate, the other two held
-   straight, until a contact event on that finger's distal phalanx (``ctl.until`` on the
-   contact source's hinges: isolated in time like any event); a finger that touched keeps
-   pressing lightly while the others close;
+   straight, until a contact event on that finger's distal phalanx (the contact source makes
+   its hinge at the isolated event time; the program sees it at its next tick); a finger that
+   touched keeps pressing lightly while the others close;
 3. **squeeze** — every finger's joint torques become ``J_tip^T f``: the tip pushes with
    ``squeeze`` newtons along ``n``, the horizontal direction from its tip to the object's
    axis, and across ``n`` an impedance (100 N/m, 1 N s/m) holds the tip where it was in the
@@ -27,7 +27,7 @@ import numpy as np
 
 from controlkit.quantities import ControlTorques
 
-__all__ = ["grasp_program", "Quintic01"]
+__all__ = ["grasp_program", "Grasp", "Quintic01"]
 
 G = 9.81
 
@@ -36,6 +36,126 @@ def Quintic01(s: float) -> float:
     """The quintic blend 10 s^3 - 15 s^4 + 6 s^5 of s clipped to [0, 1] (0 -> 0, 1 -> 1, flat ends)."""
     s = min(max(s, 0.0), 1.0)
     return s**3 * (10 - 15 * s + 6 * s * s)
+
+
+class Grasp:
+    """The grasp of one built hand: its gains, its state, the torques of each phase and the program.
+
+    Args: see :func:`grasp_program`.
+    """
+
+    KP_LIFT, KD_LIFT = 400.0, 30.0  # the slider's PD (N/m, N s/m)
+    KP_F, KD_F = 0.6, 0.02  # finger joint PD (N m/rad, N m s/rad)
+    K_TIP, D_TIP = 100.0, 1.0  # fingertip impedance across the squeeze direction (N/m, N s/m)
+    OPEN = -0.35  # the open hand's first hinges (rad)
+
+    def __init__(self, built, contacts, *, squeeze: float = 1.5, lift: float = 0.08, close_rate: float = 0.6,
+                 settle: float = 0.15, lift_time: float = 0.4, hold: float = 0.3, approach_time: float = 0.5,
+                 log: dict | None = None):
+        mech, info = built.mechanism, built.info
+        self.mech, self.info, self.contacts = mech, info, contacts
+        self.squeeze, self.lift, self.close_rate = squeeze, lift, close_rate
+        self.settle, self.lift_time, self.hold, self.approach_time = settle, lift_time, hold, approach_time
+        self.log = {} if log is None else log
+        self.fingers = info["joints"]
+        joints = [j for js in self.fingers.values() for j in js]
+        self.iv = {j: mech.joint_v_slice(j).start for j in joints}
+        self.iq = {j: mech.joint_q_slice(j).start for j in joints}
+        self.tcol = {j: int(mech.tau_columns(j)[0]) for j in joints}
+        self.lift_q, self.lift_v = mech.joint_q_slice("lift").start, mech.joint_v_slice("lift").start
+        self.lift_tau = int(mech.tau_columns("lift")[0])
+        obj_joint = mech.joint_id("object_root")
+        self.hand_mass = sum(mech.model.inertias[k].mass for k in range(1, obj_joint))
+        self.obj_mass = mech.model.inertias[obj_joint].mass
+        self.tip_frames = {i: mech.frame_id(info["tips"][i] + ".bottom") for i in self.fingers}
+        self.obj_frame, self.palm_frame = mech.frame_id("object"), mech.frame_id("palm")
+        self.lift_target, self.carry = 0.0, 0.0
+        self.mode = {i: "open" for i in self.fingers}  # open | closing | touched | squeeze
+        self.tip_offset: dict = {}
+
+    def touching(self, i) -> bool:
+        """Whether finger i's distal phalanx has a contact hinge with the object."""
+        tip = self.info["tips"][i]
+        return any(h.label in (f"{tip}/object", f"object/{tip}") for h in self.contacts.hinges.values())
+
+    def _squeeze_torques(self, i, js, v, tau) -> None:
+        mech = self.mech
+        d = mech.kinematics()
+        p = d.oMf[self.tip_frames[i]].translation
+        c = d.oMf[self.obj_frame].translation
+        n = np.array([c[0] - p[0], c[1] - p[1], 0.0])
+        n /= max(np.linalg.norm(n), 1e-9)
+        J = mech.frame_jacobian(self.tip_frames[i])[:3]
+        # force along n; across n an impedance holding the tip where it was in the palm's frame
+        ref = d.oMf[self.palm_frame].translation + self.tip_offset[i]
+        P = np.eye(3) - np.outer(n, n)
+        f = self.squeeze * n + P @ (self.K_TIP * (ref - p) - self.D_TIP * (J @ v))
+        for j in js:
+            tau[self.tcol[j]] = J[:, self.iv[j]] @ f - self.KD_F * v[self.iv[j]]
+
+    def torques(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """All torques (ntau,) for the current phase at state (q, v)."""
+        tau = np.zeros(self.mech.ntau)
+        tau[self.lift_tau] = ((self.hand_mass + self.carry) * G + self.KP_LIFT * (self.lift_target - q[self.lift_q])
+                              - self.KD_LIFT * v[self.lift_v])
+        self.mech.set_state(q, v)
+        kp, kd, iq, iv, tc = self.KP_F, self.KD_F, self.iq, self.iv, self.tcol
+        for i, js in self.fingers.items():
+            mode = self.mode[i]
+            if mode == "squeeze":
+                self._squeeze_torques(i, js, v, tau)
+                continue
+            for j in js[1:]:  # open, closing or touched: the outer two hinges held straight
+                tau[tc[j]] = -kp * q[iq[j]] - kd * v[iv[j]]
+            j1 = js[0]
+            if mode == "open":
+                tau[tc[j1]] = kp * (self.OPEN - q[iq[j1]]) - kd * v[iv[j1]]
+            elif mode == "closing":  # a damped rate
+                tau[tc[j1]] = 0.05 * (self.close_rate - v[iv[j1]])
+            else:  # touched: press lightly while the others close
+                tau[tc[j1]] = 0.02 - kd * v[iv[j1]]
+        return tau
+
+    def _phase(self, ctl, name: str) -> None:
+        self.log[name] = ctl.t
+        ctl.log(f"grasp: {name}", phase=name)
+
+    def program(self, ctl):
+        """The coroutine: approach, close, squeeze, lift (torques assigned at every tick)."""
+        all_tau = ControlTorques(self.mech)
+
+        def tick():
+            ctl.assign("grasp torques", all_tau, self.torques(ctl.q, ctl.v))
+
+        tick()
+        self._phase(ctl, "approach")
+        while ctl.t < self.log["approach"] + self.approach_time:
+            tick()
+            yield
+        self._phase(ctl, "close")
+        self.mode = {i: "closing" for i in self.fingers}
+        while "closing" in self.mode.values() and ctl.t < self.log["close"] + 1.0:
+            for i in self.fingers:
+                if self.mode[i] == "closing" and self.touching(i):  # the contact event came since the last tick
+                    self.mode[i] = "touched"
+                    self.log[f"touch {i}"] = ctl.t
+            tick()
+            yield
+        self._phase(ctl, "squeeze")
+        self.mech.set_state(ctl.q, ctl.v)
+        d = self.mech.kinematics()
+        self.tip_offset = {i: d.oMf[f].translation - d.oMf[self.palm_frame].translation for i, f in self.tip_frames.items()}
+        self.mode = {i: "squeeze" for i in self.fingers}
+        while ctl.t < self.log["squeeze"] + self.settle:
+            tick()
+            yield
+        self._phase(ctl, "lift")
+        self.carry = self.obj_mass
+        while ctl.t < self.log["lift"] + self.lift_time + self.hold:
+            self.lift_target = self.lift * Quintic01((ctl.t - self.log["lift"]) / self.lift_time)
+            tick()
+            yield
+        self._phase(ctl, "done")
 
 
 def grasp_program(built, contacts, *, squeeze: float = 1.5, lift: float = 0.08, close_rate: float = 0.6,
@@ -51,105 +171,7 @@ def grasp_program(built, contacts, *, squeeze: float = 1.5, lift: float = 0.08, 
         close_rate: the closing rate of each finger's first hinge (rad/s).
         settle: squeeze duration before lifting (s); hold: holding time after the lift (s);
             approach_time: how long the palm is given to come down (s).
-        log: dict receiving the phase start times (s) and the fingers' touch times.
+        log: dict receiving the phase start times (s) and each finger's touch time (``touch i``).
     """
-    mech, info = built.mechanism, built.info
-    log = {} if log is None else log
-    fingers = info["joints"]
-    iv = {j: mech.joint_v_slice(j).start for js in fingers.values() for j in js}
-    iq = {j: mech.joint_q_slice(j).start for js in fingers.values() for j in js}
-    tcol = {j: int(mech.tau_columns(j)[0]) for js in fingers.values() for j in js}
-    lift_q, lift_v, lift_tau = mech.joint_q_slice("lift").start, mech.joint_v_slice("lift").start, int(mech.tau_columns("lift")[0])
-    obj_v = mech.joint_v_slice("object_root")
-    hand_mass = sum(mech.model.inertias[k].mass for k in range(1, mech.model.njoints)
-                    if k < mech.model.joints[mech.joint_id("object_root")].id)
-    obj_mass = mech.model.inertias[mech.joint_id("object_root")].mass
-    tip_frames = {i: mech.frame_id(info["tips"][i] + ".bottom") for i in fingers}
-    obj_frame = mech.frame_id("object")
-    state = {"lift_target": 0.0, "carry": 0.0, "mode": {i: "open" for i in fingers}}
-    KP_LIFT, KD_LIFT = 400.0, 30.0
-    KP_F, KD_F = 0.6, 0.02  # finger joint PD (N m/rad, N m s/rad)
-    K_TIP, D_TIP = 100.0, 1.0  # fingertip impedance across the squeeze direction (N/m, N s/m)
-    palm_frame = mech.frame_id("palm")
-
-    def touching(i) -> bool:
-        tip = info["tips"][i]
-        return any(h.label in (f"{tip}/object", f"object/{tip}") for h in contacts.hinges.values())
-
-    def torques(ctl):
-        q, v = ctl.q, ctl.v
-        tau = np.zeros(mech.ntau)
-        tau[lift_tau] = ((hand_mass + state["carry"]) * G + KP_LIFT * (state["lift_target"] - q[lift_q])
-                         - KD_LIFT * v[lift_v])
-        mech.set_state(q, v)
-        for i, js in fingers.items():
-            mode = state["mode"][i]
-            if mode == "squeeze":
-                d = mech.kinematics()
-                p = d.oMf[tip_frames[i]].translation
-                c = d.oMf[obj_frame].translation
-                n = np.array([c[0] - p[0], c[1] - p[1], 0.0])
-                n /= max(np.linalg.norm(n), 1e-9)
-                J = mech.frame_jacobian(tip_frames[i])[:3]
-                # force along n; across n an impedance holding the tip where it was in the palm's frame
-                ref = d.oMf[palm_frame].translation + state["tip_offset"][i]
-                P = np.eye(3) - np.outer(n, n)
-                f = squeeze * n + P @ (K_TIP * (ref - p) - D_TIP * (J @ v))
-                for j in js:
-                    tau[tcol[j]] = J[:, iv[j]] @ f - KD_F * v[iv[j]]
-                continue
-            # open / closing / touched: j2, j3 straight; j1 open, closing at a rate, or pressing lightly
-            for j in js[1:]:
-                tau[tcol[j]] = -KP_F * q[iq[j]] - KD_F * v[iv[j]]
-            j1 = js[0]
-            if mode == "open":
-                tau[tcol[j1]] = KP_F * (-0.35 - q[iq[j1]]) - KD_F * v[iv[j1]]
-            elif mode == "closing":
-                tau[tcol[j1]] = 0.05 * (close_rate - v[iv[j1]])
-            else:
-                tau[tcol[j1]] = 0.02 - KD_F * v[iv[j1]]
-        return tau
-
-    def phase(ctl, name):
-        log[name] = ctl.t
-        ctl.log(f"grasp: {name}", phase=name)
-
-    def program(ctl):
-        all_tau = ControlTorques(mech)
-        ctl.assign("grasp torques", all_tau, torques(ctl))
-        phase(ctl, "approach")
-        while ctl.t < log["approach"] + approach_time:
-            ctl.assign("grasp torques", all_tau, torques(ctl))
-            yield
-        phase(ctl, "close")
-        for i in fingers:
-            state["mode"][i] = "closing"
-        t_close = ctl.t
-        while any(m == "closing" for m in state["mode"].values()) and ctl.t < t_close + 1.0:
-            for i in fingers:
-                if state["mode"][i] == "closing" and touching(i):
-                    state["mode"][i] = "touched"
-                    log[f"touch {i}"] = ctl.t
-            ctl.assign("grasp torques", all_tau, torques(ctl))
-            yield
-        phase(ctl, "squeeze")
-        mech.set_state(ctl.q, ctl.v)
-        d = mech.kinematics()
-        state["tip_offset"] = {i: d.oMf[tip_frames[i]].translation - d.oMf[palm_frame].translation for i in fingers}
-        for i in fingers:
-            state["mode"][i] = "squeeze"
-        t0 = ctl.t
-        while ctl.t < t0 + settle:
-            ctl.assign("grasp torques", all_tau, torques(ctl))
-            yield
-        phase(ctl, "lift")
-        t0 = ctl.t
-        state["carry"] = obj_mass
-        while ctl.t < t0 + lift_time + hold:
-            state["lift_target"] = lift * Quintic01((ctl.t - t0) / lift_time)
-            ctl.assign("grasp torques", all_tau, torques(ctl))
-            yield
-        phase(ctl, "done")
-        log["object velocity"] = ctl.v[obj_v].copy()
-
-    return program
+    return Grasp(built, contacts, squeeze=squeeze, lift=lift, close_rate=close_rate, settle=settle,
+                 lift_time=lift_time, hold=hold, approach_time=approach_time, log=log).program

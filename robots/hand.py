@@ -63,6 +63,19 @@ def _object(kind: str) -> tuple[Body, float]:
     raise ModelError(f"hand: object must be one of {', '.join(OBJECTS)}, got {kind!r}")
 
 
+def _add_finger(s: Scene, i: int, lengths: Sequence[float]) -> list[str]:
+    """Finger i's three phalanges and flexion hinges under the palm's ``base_i``; its hinge names."""
+    names = [f"f{i}_proximal", f"f{i}_middle", f"f{i}_distal"]
+    for n, L in zip(names, lengths):
+        s.add(Body(n, cuboid(FINGER_WIDTH, FINGER_WIDTH, L), density=1000.0,
+                   features={"top": (0.0, 0.0, L / 2), "bottom": (0.0, 0.0, -L / 2)}, color=_SKIN))
+    # in the base frame x points outward and z down the finger: +y turns the tip inward
+    s.join("palm", f"base_{i}", names[0], "top", Revolute((0.0, 1.0, 0.0)), name=f"f{i}_j1")
+    s.join(names[0], "bottom", names[1], "top", Revolute((0.0, 1.0, 0.0)), name=f"f{i}_j2")
+    s.join(names[1], "bottom", names[2], "top", Revolute((0.0, 1.0, 0.0)), name=f"f{i}_j3")
+    return [f"f{i}_j1", f"f{i}_j2", f"f{i}_j3"]
+
+
 def hand(
     fingers: int = 3,
     obj: str = "box",
@@ -110,20 +123,10 @@ def hand(
                                              np.array([finger_radius * math.cos(az), finger_radius * math.sin(az), -PALM[2] / 2]))
     s.add(Body("palm", cuboid(*PALM), mass=PALM_MASS, features=palm_features, color=(0.5, 0.5, 0.55, 1.0)))
     s.join("mount", "rail", "palm", "top", Prismatic((0.0, 0.0, 1.0), actuated=True), name="lift")
-    joints, tips = {}, []
-    for i in range(fingers):
-        names = [f"f{i}_proximal", f"f{i}_middle", f"f{i}_distal"]
-        for n, L in zip(names, lengths):
-            s.add(Body(n, cuboid(FINGER_WIDTH, FINGER_WIDTH, L), density=1000.0,
-                       features={"top": (0.0, 0.0, L / 2), "bottom": (0.0, 0.0, -L / 2)}, color=_SKIN))
-        # in the base frame x points outward: flexion (towards the axis) is a rotation about +y
-        s.join("palm", f"base_{i}", names[0], "top", Revolute((0.0, 1.0, 0.0)), name=f"f{i}_j1")
-        s.join(names[0], "bottom", names[1], "top", Revolute((0.0, 1.0, 0.0)), name=f"f{i}_j2")
-        s.join(names[1], "bottom", names[2], "top", Revolute((0.0, 1.0, 0.0)), name=f"f{i}_j3")
-        joints[i] = [f"f{i}_j1", f"f{i}_j2", f"f{i}_j3"]
-        tips.append(names[2])
-    # the base-frame rotations about z turn each finger's -y axis tangent to the circle; the
-    # palm's base features carry them, so the flexion sign is the same for every finger (z down the finger, x outward: +y turns the tip inward)
+    joints = {i: _add_finger(s, i, lengths) for i in range(fingers)}
+    tips = [f"f{i}_distal" for i in range(fingers)]
+    # each base feature is turned about z to its finger's azimuth: its y axis, the flexion axis,
+    # is tangent to the circle, so the flexion sign is the same for every finger
     initial = {"lift": start - grasp_height}
     initial.update({j[0]: -spread for j in joints.values()})
     built = s.build(initial=initial)

@@ -14,7 +14,7 @@ from controlkit.closures import CylinderConstraint, RollingDisk, SliderConstrain
 from controlkit.dynamics import evaluate
 from controlkit.equations import EquationSet
 from controlkit.mechanism import Mechanism
-from robots import Body, Cylindrical, Revolute, Scene, Spherical, Universal, cuboid, pose
+from robots import Body, Cylindrical, Scene, Spherical, Universal, cuboid, pose
 from robots.linkages import four_bar_free, slider_crank, spherical_loop
 from sim.simulator import Simulator
 

@@ -7,8 +7,8 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from robots.pendulums import free_link_chain
 from controlkit.mechanism import Mechanism
+from robots.pendulums import free_link_chain
 from sim.breakable import add_breakable
 from sim.simulator import Simulator
 from sim.springs import SpringDamper, TorsionSpring, add_springs
