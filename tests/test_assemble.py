@@ -124,3 +124,21 @@ def test_linearize_matches_finite_differences_of_a_tilted_foot_and_the_com():
         vp, _ = linearize(expr, mech)
         assert np.allclose((vp - v) / eps, J[:, k], atol=1e-5)
     mech.set_state(q0)
+
+
+def test_redundant_arm_tool_placed_at_a_pose_and_out_of_reach_named():
+    mech, q0 = robots.redundant_arm()
+    tool = FramePoint(mech, "link_4.tool")
+    target = np.array([0.9, 0.3, 0.8])
+    # five joints, six rows: the pose is reachable when it lies in the arm's yawed plane
+    R = pin.exp3(np.array([0.0, 0.0, np.arctan2(target[1], target[0])])) @ pin.exp3(np.array([0.0, 1.2, 0.0]))
+    st = {"tool at the point": pos(tool) == target,
+          "tool orientation": orientation_error(FrameOrientation(mech, "link_4.tool"), R) == 0}
+    res = assemble(mech, q0, st)
+    mech.set_state(res.q)
+    assert np.max(np.abs(tool.position(mech) - target)) < 1e-12
+    assert np.max(np.abs(pin.log3(FrameOrientation(mech, "link_4.tool").position(mech) @ R.T))) < 1e-12
+    mech.set_state(q0)
+    with pytest.raises(AssemblyError) as err:
+        assemble(mech, q0, {"tool far away": pos(tool) == np.array([3.0, 0.0, 0.5])})
+    assert err.value.conflicting == ["tool far away"]
