@@ -11,7 +11,12 @@ its replay and plots and prints its row of the comparison. Run as a script it ru
 pair (3 and 4 fingers x the objects contact handles) and writes the table (``hand_study.md``)
 and a figure of the object's height and the fingertips' normal forces:
 
-    python examples/hand_study.py [--out out]
+    python examples/hand_study.py [--out out] [--needed]
+
+``--needed`` also finds, for each hand and object, the smallest squeeze per fingertip (of
+0.25, 0.5, 0.75, 1, 1.5, 2 N) that lifts the object securely (it rises with the palm and
+slips less than 5 mm), and the internal force and peak joint torque that takes
+(``hand_study_needed.md``).
 
 Columns: held or dropped (the object rose with the palm), fingertip slip (mm: how far the
 object moved in the palm's frame during the lift), internal force (N: the fingertips' normal
@@ -143,20 +148,27 @@ def study(out: Path, objects=None, hands=(3, 4), dt: float = 1e-3) -> list[dict]
     """Run every grasp; write ``hand_study.md`` and ``hand_study.png`` into ``out``.
 
     ``objects``: default every object of :data:`robots.hand.OBJECTS` that contact handles."""
+    from controlkit.errors import ControlkitError
     objects = [o for o in OBJECTS if contact_handles(o)] if objects is None else list(objects)
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    results = []
+    results, rows = [], []
     fig, axes = plt.subplots(2, len(objects), figsize=(4.5 * len(objects), 7), sharex=True)
     axes = np.asarray(axes).reshape(2, len(objects))
     for c, obj in enumerate(objects):
         for n in hands:
             sim, built, log = simulate(n, obj, dt)
             wall = time.perf_counter()
-            rec = sim.run(DURATION)
+            try:
+                rec = sim.run(DURATION)
+            except ControlkitError as exc:  # the contact solve could not go on: a row saying so
+                rows.append(f"| {n} | {obj} | run stopped: {str(exc).splitlines()[0][:100]} | | | | |")
+                print(rows[-1], flush=True)
+                continue
             o = outcome(rec, built, log)
+            rows.append(row(o))
             o["wall_s"] = time.perf_counter() - wall
             results.append(o)
             print(row(o), f"({o['wall_s']:.0f} s wall)", flush=True)
@@ -171,16 +183,67 @@ def study(out: Path, objects=None, hands=(3, 4), dt: float = 1e-3) -> list[dict]
     out.mkdir(parents=True, exist_ok=True)
     fig.savefig(out / "hand_study.png", dpi=110)
     plt.close(fig)
-    (out / "hand_study.md").write_text(HEADER + "\n" + "\n".join(row(o) for o in results) + "\n")
+    (out / "hand_study.md").write_text(HEADER + "\n" + "\n".join(rows) + "\n")
     return results
+
+
+NEEDED_LEVELS = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0)  # N per fingertip, tried in turn
+SECURE_SLIP_MM = 5.0  # a grasp is secure when the object rises with the palm and slips less than this
+
+
+def secure(o: dict) -> bool:
+    """Whether a grasp's outcome is secure: risen with the palm (90 %), slipped under 5 mm."""
+    return o["rise_mm"] > 0.9 * LIFT * 1e3 and o["slip_mm"] < SECURE_SLIP_MM
+
+
+def needed(fingers: int, obj: str, levels=NEEDED_LEVELS, dt: float = 1e-3) -> dict:
+    """The smallest squeeze per fingertip (of ``levels``, N) giving a secure grasp, with its outcome
+    (``squeeze_N`` None if none does); ``failed`` lists the levels whose run stopped with an error."""
+    from controlkit.errors import ControlkitError
+    failed = []
+    for f in levels:
+        sim, built, log = simulate(fingers, obj, dt, squeeze=f)
+        try:
+            o = outcome(sim.run(DURATION), built, log)
+        except ControlkitError as exc:  # a run the contact solve could not finish: say so, try the next level
+            failed.append(f"{f} N: {str(exc).splitlines()[0][:80]}")
+            continue
+        if secure(o):
+            o["squeeze_N"], o["failed"] = f, failed
+            return o
+    return {"squeeze_N": None, "failed": failed}
+
+
+def needed_table(out: Path, objects=None, hands=(3, 4)) -> str:
+    """The squeeze each hand needs for each object (markdown), written to ``hand_study_needed.md``."""
+    objects = [o for o in OBJECTS if contact_handles(o)] if objects is None else list(objects)
+    lines = ["| fingers | object | squeeze needed (N per fingertip) | internal force (N) | peak joint torque (N m) |",
+             "| --- | --- | --- | --- | --- |"]
+    for obj in objects:
+        for n in hands:
+            o = needed(n, obj)
+            if o["squeeze_N"] is None:
+                lines.append(f"| {n} | {obj} | none of {', '.join(map(str, NEEDED_LEVELS))} | - | - |")
+            else:
+                lines.append(f"| {n} | {obj} | {o['squeeze_N']:.2f} | {o['internal_N']:.2f} | {o['peak_torque_Nm']:.4f} |")
+            print(lines[-1], *(f"  (run failed at {m})" for m in o["failed"]), sep="\n", flush=True)
+    text = "\n".join(lines) + "\n"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "hand_study_needed.md").write_text(text)
+    return text
 
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default="out", help="output folder")
+    p.add_argument("--needed", action="store_true",
+                   help="also find the smallest squeeze each hand needs for a secure grasp (several runs each)")
     args = p.parse_args(argv)
     study(Path(args.out))
     print(f"wrote {Path(args.out) / 'hand_study.md'} and {Path(args.out) / 'hand_study.png'}")
+    if args.needed:
+        needed_table(Path(args.out))
+        print(f"wrote {Path(args.out) / 'hand_study_needed.md'}")
 
 
 if __name__ == "__main__":
