@@ -11,12 +11,12 @@
 """
 from .builder import BuiltMechanism, build_scene
 from .definition import Body, Composite, Scene, pose
-from .hinges import Free, Hinge, Prismatic, Revolute, Spherical, Universal, Weld
+from .hinges import Cylindrical, Free, Hinge, Prismatic, Revolute, Spherical, Universal, Weld
 from .shapes import Cone, Cuboid, Cylinder, Pipe, Shape, Sphere, cone, cuboid, cylinder, pipe, sphere
 
 __all__ = [
     "BuiltMechanism", "build_scene", "Body", "Composite", "Scene", "pose",
-    "Hinge", "Spherical", "Revolute", "Prismatic", "Universal", "Weld", "Free",
+    "Hinge", "Spherical", "Revolute", "Prismatic", "Universal", "Cylindrical", "Weld", "Free",
     "Shape", "Cuboid", "Sphere", "Cylinder", "Cone", "Pipe", "cuboid", "sphere", "cylinder", "cone", "pipe",
 ]
 from .seeds import (

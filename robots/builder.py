@@ -15,8 +15,10 @@ along the hinge axis):
 - spherical -> :class:`controlkit.constraints.PointConstraint`,
 - revolute -> :class:`controlkit.constraints.HingeConstraint`,
 - weld -> :class:`controlkit.constraints.WeldConstraint`,
-- free -> nothing (a free hinge constrains nothing);
-- prismatic and universal loop closures are not supported (ModelError).
+- prismatic -> :class:`controlkit.closures.SliderConstraint`,
+- cylindrical -> :class:`controlkit.closures.CylinderConstraint`,
+- universal -> :class:`controlkit.closures.UniversalConstraint`,
+- free -> nothing (a free hinge constrains nothing).
 
 The Pinocchio model has one BODY frame per body (its dotted path, inertia in the
 frame), one OP_FRAME per feature (``body.feature``), one joint (and JOINT frame) per
@@ -42,12 +44,13 @@ from typing import Mapping
 import numpy as np
 import pinocchio as pin
 
+from controlkit.closures import CylinderConstraint, SliderConstraint, UniversalConstraint
 from controlkit.constraints import HingeConstraint, PointConstraint, WeldConstraint
 from controlkit.errors import ModelError, UnknownNameError
 from controlkit.mechanism import Mechanism
 
 from .definition import Body, Scene, resolve_feature
-from .hinges import Free, Prismatic, Revolute, Spherical, Universal, Weld
+from .hinges import Cylindrical, Free, Prismatic, Revolute, Spherical, Universal, Weld
 
 __all__ = ["BuiltMechanism", "build_scene"]
 
@@ -305,11 +308,6 @@ class _Builder:
             h = j.hinge
             if isinstance(h, Free):
                 continue
-            if isinstance(h, (Prismatic, Universal)):
-                raise ModelError(
-                    f"hinge {j.name!r} ({j.where}) closes a loop, but {h.kind} loop closures are not supported;"
-                    f" close the loop with a spherical, revolute or weld hinge (declare that join last)"
-                )
             np_, nc = self.nodes[j.parent], self.nodes[j.child]
             if np_.joint == nc.joint:
                 raise ModelError(
@@ -323,7 +321,11 @@ class _Builder:
                 pin.Frame(fb, nc.joint, nc.frame, nc.jMb * j.cf * j.R0.inverse() * A, pin.FrameType.OP_FRAME),
                 f"loop closure {j.name!r}",
             )
-            cls = {Spherical: PointConstraint, Revolute: HingeConstraint, Weld: WeldConstraint}[type(h)]
+            if isinstance(h, Universal):
+                out.append(UniversalConstraint(j.name, fa, fb, h.axis1, h.axis2))
+                continue
+            cls = {Spherical: PointConstraint, Revolute: HingeConstraint, Weld: WeldConstraint,
+                   Prismatic: SliderConstraint, Cylindrical: CylinderConstraint}[type(h)]
             out.append(cls(j.name, fa, fb))
         return out
 

@@ -13,6 +13,8 @@ hinge                     nq     nv     coordinate (declared sense)
 :class:`Revolute`         1      1      angle about ``axis`` (rad)
 :class:`Prismatic`        1      1      displacement along ``axis`` (m)
 :class:`Universal`        2      2      angles about ``axis1`` then ``axis2`` (rad)
+:class:`Cylindrical`      2      2      displacement along ``axis`` (m), angle
+                                        about it (rad)
 :class:`Weld`             0      0      none: the child is rigidly attached
 :class:`Free`             7      6      placement (``pin.SE3``)
 ========================  =====  =====  =========================================
@@ -24,7 +26,8 @@ Actuation: every hinge with degrees of freedom is actuated by default
 When the builder has to traverse a join against its declared direction (the child
 is nearer the tree's root), the Pinocchio joint is built from the child's side and
 measures the inverse motion: a revolute or prismatic coordinate changes sign, a
-universal's axes swap order, a spherical's rotation is transposed. Initial values
+universal's axes swap order, a spherical's rotation is transposed, a cylindrical's
+two coordinates both change sign. Initial values
 are always given in the declared sense and converted by :meth:`Hinge.coordinates`.
 """
 from __future__ import annotations
@@ -36,7 +39,7 @@ import pinocchio as pin
 
 from controlkit.errors import ModelError
 
-__all__ = ["Hinge", "Spherical", "Revolute", "Prismatic", "Universal", "Weld", "Free", "as_rotation"]
+__all__ = ["Hinge", "Spherical", "Revolute", "Prismatic", "Universal", "Cylindrical", "Weld", "Free", "as_rotation"]
 
 
 def _unit(axis: Sequence[float], where: str) -> np.ndarray:
@@ -151,6 +154,28 @@ class Prismatic(_Axial):
 
     def joint_model(self, reversed_: bool = False) -> pin.JointModel:
         return pin.JointModelPZ()
+
+
+class Cylindrical(_Axial):
+    """Cylindrical hinge: slides along ``axis`` and turns about it (2 DOF); value (displacement m, angle rad).
+
+    Pinocchio has no cylindrical joint: it is a composite joint, a prismatic then a revolute
+    about the same z (they commute, so the order does not matter)."""
+
+    kind = "cylindrical"
+    nq, nv = 2, 2
+
+    def joint_model(self, reversed_: bool = False) -> pin.JointModel:
+        jm = pin.JointModelComposite(pin.JointModelPZ())
+        jm.addJoint(pin.JointModelRZ())
+        return jm
+
+    def coordinates(self, value, reversed_: bool = False) -> np.ndarray:
+        x = np.asarray(value, dtype=float).reshape(-1)
+        if x.shape != (2,):
+            raise ModelError(f"initial value of cylindrical hinge {self.name!r} must be (displacement m, angle rad),"
+                             f" got {value!r}")
+        return -x if reversed_ else x.copy()
 
 
 class Universal(Hinge):

@@ -1,4 +1,5 @@
-"""Closed-loop linkage seeds: the four-bar (thesis Fig. 4.9) and the critical form (Fig. 4.11).
+"""Closed-loop linkage seeds: the four-bar (thesis Fig. 4.9, 4.10), the spherical loop (Fig. 4.5),
+the critical form (Fig. 4.11) and a slider-crank closed through a prismatic hinge.
 
 Every function returns a :class:`robots.builder.BuiltMechanism` (see :mod:`robots.seeds`).
 Both lie in the x-z plane (z up, gravity -z); bars are cuboids along their local x
@@ -15,10 +16,10 @@ from controlkit.errors import ModelError
 
 from .builder import BuiltMechanism
 from .definition import Body, Scene
-from .hinges import Revolute, Spherical
+from .hinges import Prismatic, Revolute, Spherical, _align_z
 from .shapes import cuboid
 
-__all__ = ["four_bar", "critical_form"]
+__all__ = ["four_bar", "four_bar_free", "spherical_loop", "slider_crank", "critical_form"]
 
 PLANAR_AXIS = np.array([0.0, -1.0, 0.0])
 
@@ -133,4 +134,102 @@ def critical_form(
     s.join("left", "joint", "rod_1", "a", Spherical(actuated=False), name="hinge_1")
     s.join("rod_1", "b", "rod_2", "a", Spherical(actuated=False), name="hinge_2")
     s.join("rod_2", "b", "right", "joint", Spherical(actuated=False), name="hinge_3")
+    return s.build(check_closure=1e-9)
+
+
+def four_bar_free(
+    ground: float = 1.0,
+    crank: float = 0.4,
+    coupler: float = 1.0,
+    rocker: float = 0.4,
+    crank_angle: float = math.pi / 3,
+    *,
+    width: float = 0.04,
+    density: float = 2700.0,
+) -> BuiltMechanism:
+    """The four-bar as the thesis formulates it (Fig. 4.9, 4.10): free bars and four pin-hinge constraints.
+
+    ``crank``, ``coupler`` and ``rocker`` are free bodies (6 coordinates each) placed as
+    :func:`four_bar` places them; ``hinge_1`` .. ``hinge_4`` are
+    :class:`controlkit.constraints.HingeConstraint` (5 rows each: 20 rows on 18 coordinates).
+    Normally 17 rows are independent (1 degree of freedom); with the default parallelogram
+    lengths at ``crank_angle = 0`` every bar lies on one line (the bifurcation position of Fig.
+    4.10) and only 16 are.
+    """
+    ref = four_bar(ground, crank, coupler, rocker, crank_angle, width=width, density=density)
+    P = ref.info["points"]
+    pin_frame = lambda x: pin.SE3(_align_z(PLANAR_AXIS), np.array([x, 0.0, 0.0]))  # noqa: E731
+    s = Scene("four_bar_free", self_collision=False)
+    bars = {"ground": ("A", "D"), "crank": ("A", "B"), "coupler": ("B", "C"), "rocker": ("D", "C")}
+    for name, (p, q) in bars.items():
+        L = float(np.linalg.norm(P[q] - P[p]))
+        body = Body(name, cuboid(L, width, width), density=density,
+                    features={"a": pin_frame(-L / 2), "b": pin_frame(L / 2)}, color=(0.5, 0.5, 0.6, 1.0))
+        phi = math.atan2(P[q][2] - P[p][2], P[q][0] - P[p][0])
+        s.add(body, pin.SE3(_in_plane(phi), (P[p] + P[q]) / 2), fixed=(name == "ground"))
+    built = s.build()
+    mech = built.mechanism
+    from controlkit.constraints import HingeConstraint
+    for name, a, b in (("hinge_1", "ground.a", "crank.a"), ("hinge_2", "crank.b", "coupler.a"),
+                       ("hinge_3", "coupler.b", "rocker.b"), ("hinge_4", "ground.b", "rocker.a")):
+        mech.add_constraint(HingeConstraint(name, a, b))
+    mech.set_state(built.q0, built.v0)
+    built.info.update(points=P)
+    return built
+
+
+def spherical_loop(link: float = 0.6, *, width: float = 0.04, density: float = 2700.0) -> BuiltMechanism:
+    """Thesis Fig. 4.5 (first linkage): four links closed by four spherical hinges, one link fixed.
+
+    A square of side ``link`` (m) in the x-z plane: ``base`` fixed along x, ``left`` and
+    ``right`` standing up, ``top`` across; hinges ``hinge_1`` (base-left), ``hinge_2``
+    (left-top), ``hinge_3`` (top-right), all tree joints, and ``hinge_4`` (right-base), the
+    loop closure, a :class:`controlkit.constraints.PointConstraint` (3 independent rows): the
+    reaction forces are determinate.
+    """
+    s = Scene("spherical_loop", self_collision=False)
+    s.add(_bar("base", link, width, density, (0.3, 0.3, 0.3, 1.0)), pin.SE3(np.eye(3), np.array([link / 2, 0, 0])), fixed=True)
+    for n in ("left", "top", "right"):
+        s.add(_bar(n, link, width, density, (0.8, 0.4, 0.3, 1.0)))
+    s.join("base", "a", "left", "a", Spherical(actuated=False), name="hinge_1", rotation=_in_plane(math.pi / 2))
+    s.join("left", "b", "top", "a", Spherical(actuated=False), name="hinge_2", rotation=_in_plane(-math.pi / 2))
+    s.join("top", "b", "right", "b", Spherical(actuated=False), name="hinge_3", rotation=_in_plane(math.pi / 2))
+    s.join("base", "b", "right", "a", Spherical(actuated=False), name="hinge_4", rotation=_in_plane(math.pi / 2))
+    return s.build(check_closure=1e-9)
+
+
+def slider_crank(
+    crank: float = 0.3,
+    rod: float = 1.0,
+    crank_angle: float = math.pi / 3,
+    *,
+    width: float = 0.04,
+    block: float = 0.1,
+    density: float = 2700.0,
+) -> BuiltMechanism:
+    """A slider-crank whose loop closes through a prismatic hinge (the block slides along x).
+
+    ``ground`` (fixed, 2 m along x from the origin), ``crank`` (``hinge_1`` at the origin,
+    ``crank_angle`` rad from x), ``rod`` (``hinge_2``), ``block`` (a cube of ``block`` m,
+    ``hinge_3`` at its centre), all revolute about -y and passive; ``slide`` joins the ground
+    to the block with a :class:`robots.hinges.Prismatic` along x: the cut join becomes a
+    :class:`controlkit.closures.SliderConstraint`. One degree of freedom.
+    """
+    Bx, Bz = crank * math.cos(crank_angle), crank * math.sin(crank_angle)
+    if abs(Bz) >= rod:
+        raise ModelError(f"slider_crank: a rod of {rod} m cannot reach the slide from a crank end {Bz:.3g} m above it")
+    Cx = Bx + math.sqrt(rod**2 - Bz**2)
+    phi_rod = math.atan2(-Bz, Cx - Bx)
+    s = Scene("slider_crank", self_collision=False)
+    s.add(Body("ground", cuboid(2.0, width, width), density=density,
+               features={"pivot": (-1.0, 0.0, 0.0), "slot": (Cx - 1.0, 0.0, 0.0)}, color=(0.3, 0.3, 0.3, 1.0)),
+          pin.SE3(np.eye(3), np.array([1.0, 0.0, 0.0])), fixed=True)
+    s.add(_bar("crank", crank, width, density, (0.8, 0.4, 0.3, 1.0)))
+    s.add(_bar("rod", rod, width, density, (0.3, 0.6, 0.8, 1.0)))
+    s.add(Body("block", cuboid(block, block, block), density=density, features={"pin": (0, 0, 0), "slide": (0, 0, 0)},
+               color=(0.4, 0.7, 0.4, 1.0)))
+    s.join("ground", "pivot", "crank", "a", Revolute(PLANAR_AXIS, actuated=False), name="hinge_1", rotation=_in_plane(crank_angle))
+    s.join("crank", "b", "rod", "a", Revolute(PLANAR_AXIS, actuated=False), name="hinge_2", rotation=_in_plane(phi_rod - crank_angle))
+    s.join("rod", "b", "block", "pin", Revolute(PLANAR_AXIS, actuated=False), name="hinge_3", rotation=_in_plane(-phi_rod))
+    s.join("ground", "slot", "block", "slide", Prismatic((1.0, 0.0, 0.0), actuated=False), name="slide")
     return s.build(check_closure=1e-9)

@@ -22,7 +22,7 @@ import pinocchio as pin
 from controlkit.errors import ModelError
 
 from .builder import BuiltMechanism
-from .definition import Body, Composite, Scene
+from .definition import Body, Composite, Scene, pose
 from .hinges import Revolute, Spherical
 from .shapes import cuboid, sphere
 
@@ -35,6 +35,7 @@ __all__ = [
     "thesis_pendulum",
     "pendulum_chain",
     "three_r_pendulum",
+    "free_link_chain",
 ]
 
 THESIS_TO_WORLD = pin.SE3(pin.exp3(np.array([math.pi / 2, 0.0, 0.0])), np.zeros(3))
@@ -223,4 +224,43 @@ def three_r_pendulum(
         parent, pfeat = f"link_{i}", "distal"
     built = s.build(initial={f"joint_{i + 1}": qv[i] for i in range(3)})
     built.info.update(tip="link_3.distal", link_mass=density * a * a * L)
+    return built
+
+
+def free_link_chain(
+    n: int = 4,
+    link_length: float = 0.25,
+    link_mass: float = 1.0,
+    *,
+    width: float = 0.03,
+    top: Sequence[float] = (0.0, 0.0, 1.5),
+) -> BuiltMechanism:
+    """A chain hanging straight down from a fixed ceiling block, its links free bodies (thesis 4.3).
+
+    Each link is a free body (a cuboid of ``width`` x ``width`` x ``link_length`` m, mass
+    ``link_mass`` kg, features ``a`` at its top and ``b`` at its bottom) and every hinge is a
+    :class:`controlkit.constraints.PointConstraint` whose reaction force the solve returns,
+    as in the thesis' formulation: ``hinge_1`` joins ``ceiling.joint`` to ``link_1.a``,
+    ``hinge_i`` joins ``link_{i-1}.b`` to ``link_i.a``. ``top`` (m) is the suspension point.
+    """
+    from controlkit.constraints import PointConstraint
+
+    if n < 1 or not (link_length > 0 and link_mass > 0 and width > 0):
+        raise ModelError(f"free_link_chain: need n >= 1 links of positive length (m), mass (kg) and width (m); got"
+                         f" n={n!r}, {link_length!r}, {link_mass!r}, {width!r}")
+    top = np.asarray(top, dtype=float)
+    s = Scene("free_link_chain", self_collision=False)
+    s.add(Body("ceiling", cuboid(0.1, 0.1, 0.05), density=1000.0, features={"joint": (0.0, 0.0, -0.025)}),
+          pose(top + np.array([0.0, 0.0, 0.025])), fixed=True)
+    for i in range(1, n + 1):
+        link = Body(f"link_{i}", cuboid(width, width, link_length), mass=link_mass,
+                    features={"a": (0.0, 0.0, link_length / 2), "b": (0.0, 0.0, -link_length / 2)})
+        s.add(link, pose(top - np.array([0.0, 0.0, (i - 0.5) * link_length])))
+    built = s.build()
+    mech = built.mechanism
+    mech.add_constraint(PointConstraint("hinge_1", "ceiling.joint", "link_1.a"))
+    for i in range(2, n + 1):
+        mech.add_constraint(PointConstraint(f"hinge_{i}", f"link_{i - 1}.b", f"link_{i}.a"))
+    mech.set_state(built.q0, built.v0)
+    built.info.update(links=[f"link_{i}" for i in range(1, n + 1)], hinges=[f"hinge_{i}" for i in range(1, n + 1)])
     return built

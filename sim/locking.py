@@ -18,7 +18,20 @@ act along the constrained directions. Two equivalent formulations of the paper:
       [ Mbar      -(J2 F1)^T ] [ ds      ]   [ 0           ]
       [ J2 F1      0         ] [ Lambda2 ] = [ -J2 F1 s-   ]
 
-Both give the same v+; the momentum ``F+^T M v`` of the still-free motion (F+ the complement
+- ``formulation="projected"`` (its eq. 32, all coordinates, only the new rows): with the
+  M-weighted null-space projector of the persistent rows ``N = I - M^-1 J1^T (J1 M^-1 J1^T)^-1 J1``,
+
+      [ M       (J2 N)^T ] [ dv      ]   [ N^T U  ]
+      [ J2 N    0        ] [ -Lambda2] = [ -J2 v- ]
+
+  (an (n + m2) system; ``J1 dv = 0`` follows from ``J1 M^-1 N^T = 0``).
+
+Every formulation takes the paper's impulsive generalized force ``U`` (N m s, (nv,)) of the
+general switching map (its eq. 22): ``M dv = J^T Lambda + U`` — a discontinuous control or
+brake force acting at the switch. With U = 0 (the default) the momentum of the still-free
+motion is continuous; otherwise it jumps by exactly ``F+^T U``.
+
+All three give the same v+; the momentum ``F+^T M v`` of the still-free motion (F+ the complement
 after the event; for joint locks the rows of M v of the unlocked joints) is continuous and
 the kinetic energy drops. ``method="naive"`` instead just zeroes the locked joint's velocity
 (for comparison: the momentum of the unlocked joints jumps).
@@ -39,7 +52,7 @@ from controlkit.constraints import JointLock
 from controlkit.errors import ControlkitError
 
 METHODS = ("momentum", "naive")
-FORMULATIONS = ("redundant", "minimal")
+FORMULATIONS = ("redundant", "minimal", "projected")
 
 
 class LockError(ControlkitError):
@@ -96,11 +109,13 @@ def complement(mech, constraints) -> np.ndarray:
     return sla.null_space(J, rcond=1e-10)
 
 
-def _kkt(M: np.ndarray, J: np.ndarray, rhs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Solve [[M, -J^T], [J, 0]] [dv; Lambda] = [0; rhs]."""
+def _kkt(M: np.ndarray, J: np.ndarray, rhs: np.ndarray, U: np.ndarray | None = None,
+         G: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Solve [[M, -G^T], [J, 0]] [dv; Lambda] = [U; rhs] (G = J unless given, U = 0 unless given)."""
     n, m = M.shape[0], J.shape[0]
-    K = np.block([[M, -J.T], [J, np.zeros((m, m))]])
-    b = np.concatenate([np.zeros(n), rhs])
+    G = J if G is None else G
+    K = np.block([[M, -G.T], [J, np.zeros((m, m))]])
+    b = np.concatenate([np.zeros(n) if U is None else U, rhs])
     try:
         x = np.linalg.solve(K, b)
     except np.linalg.LinAlgError:  # redundant persistent constraints: least-norm impulses
@@ -108,8 +123,20 @@ def _kkt(M: np.ndarray, J: np.ndarray, rhs: np.ndarray) -> tuple[np.ndarray, np.
     return x[:n], x[n:]
 
 
+def projector(mech, persistent, M: np.ndarray) -> np.ndarray:
+    """The M-weighted null-space projector ``N = I - M^-1 J1^T (J1 M^-1 J1^T)^-1 J1`` (nv, nv) of the
+    persistent constraints' rows J1 (identity when there are none); ``J1 N = 0``."""
+    nv = M.shape[0]
+    J1 = _stack(persistent, nv)
+    if not J1.shape[0]:
+        return np.eye(nv)
+    MiJt = np.linalg.solve(M, J1.T)
+    A = J1 @ MiJt
+    return np.eye(nv) - MiJt @ np.linalg.lstsq(A, J1, rcond=None)[0]
+
+
 def transition(mech, v: np.ndarray, persistent, new, method: str = "momentum",
-               formulation: str = "redundant") -> tuple[np.ndarray, np.ndarray]:
+               formulation: str = "redundant", U: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Post-activation velocity v+ (nv,) and impulses for new constraints at the mechanism's q.
 
     Args:
@@ -119,16 +146,20 @@ def transition(mech, v: np.ndarray, persistent, new, method: str = "momentum",
         new: constraints activated now (bound to mech).
         method: ``"momentum"`` (consistent) or ``"naive"`` (zero the new constraints' velocity
             by the least-squares correction, no momentum balance).
-        formulation: ``"redundant"`` or ``"minimal"`` (momentum method only).
+        formulation: ``"redundant"`` (eq. 24), ``"projected"`` (eq. 32) or ``"minimal"`` (eq. 37);
+            momentum method only.
+        U: impulsive generalized force at the switch (nv,), N m s or N s; default zero.
     Returns:
-        (v+, impulses): impulses on [persistent; new] rows (redundant), on the new rows (minimal),
-        or an empty array (naive).
+        (v+, impulses): impulses on [persistent; new] rows (redundant), on the new rows
+        (projected, minimal), or an empty array (naive).
     """
     M, _ = mech.dynamics()
+    M = np.array(M)
     nv = mech.nv
     J2 = _stack(new, nv)
+    U = None if U is None else np.asarray(U, dtype=float).reshape(nv)
     if method == "naive":
-        vp = v.copy()
+        vp = v.copy() if U is None else v + np.linalg.solve(M, U)
         if all(isinstance(c, JointLock) for c in new):
             for c in new:
                 vp[c.vs] = 0.0
@@ -137,25 +168,31 @@ def transition(mech, v: np.ndarray, persistent, new, method: str = "momentum",
         return vp, np.zeros(0)
     if formulation == "redundant":
         J = np.vstack([_stack(persistent, nv), J2])
-        dv, lam = _kkt(M, J, -J @ v)
+        dv, lam = _kkt(M, J, -J @ v, U)
+        return v + dv, lam
+    if formulation == "projected":
+        N = projector(mech, persistent, M)
+        B = J2 @ N
+        dv, lam = _kkt(M, B, -J2 @ v, None if U is None else N.T @ U)
         return v + dv, lam
     F1 = complement(mech, persistent)
     s = np.linalg.lstsq(F1, v, rcond=None)[0] if F1.shape[1] else np.zeros(0)
     B = J2 @ F1
-    ds, lam = _kkt(F1.T @ M @ F1, B, -B @ s)
+    ds, lam = _kkt(F1.T @ M @ F1, B, -B @ s, None if U is None else F1.T @ U)
     return F1 @ (s + ds), lam
 
 
 def lock_joint(sim, joint: str, method: str = "momentum", formulation: str = "redundant",
-               name: str | None = None) -> LockResult:
+               name: str | None = None, U: np.ndarray | None = None) -> LockResult:
     """Lock a joint now: velocity transition, then a ``JointLock`` constraint keeps it still.
 
     Args:
         sim: the simulator (its current state is the switching state).
         joint: joint name.
         method: ``"momentum"`` (momentum-consistent, default) or ``"naive"`` (zero its velocity).
-        formulation: ``"redundant"`` (impulse solve in all coordinates) or ``"minimal"``.
+        formulation: ``"redundant"`` (eq. 24), ``"projected"`` (eq. 32) or ``"minimal"`` (eq. 37).
         name: constraint name (default ``lock.<joint>``).
+        U: impulsive generalized force acting at the switch (nv,), N m s; default zero.
     """
     if method not in METHODS:
         raise LockError(f"lock_joint({joint!r}): method must be one of {', '.join(METHODS)}, got {method!r}")
@@ -175,7 +212,7 @@ def lock_joint(sim, joint: str, method: str = "momentum", formulation: str = "re
     persistent = list(mech.constraints.values())
     lock = JointLock(cname, joint)
     lock.bind(mech)
-    v1, lam = transition(mech, v0, persistent, [lock], method, formulation)
+    v1, lam = transition(mech, v0, persistent, [lock], method, formulation, U)
     mech.add_constraint(lock)
     free = complement(mech, list(mech.constraints.values()))
     res = LockResult(joint, cname, method, formulation, v0, v1, lam, 0.5 * float(v0 @ M @ v0),

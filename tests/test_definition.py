@@ -264,9 +264,16 @@ def test_revolute_loop_closure_frames_follow_the_hinge_axis():
         assert np.allclose(world(mech, f).rotation[:, 2], [0, 1, 0])
 
 
-def test_prismatic_loop_closure_is_refused():
-    with pytest.raises(ModelError, match="hinge 'close' .* closes a loop, but prismatic loop closures are not supported"):
-        ring(lambda: Revolute((0, 1, 0)), closing=lambda: Prismatic((1, 0, 0))).build()
+def test_prismatic_universal_and_cylindrical_hinges_close_loops():
+    from controlkit.closures import CylinderConstraint, SliderConstraint, UniversalConstraint
+    from robots.hinges import Cylindrical
+    for factory, cls, size in ((lambda: Prismatic((1, 0, 0)), SliderConstraint, 5),
+                               (lambda: Universal((0, 1, 0), (1, 0, 0)), UniversalConstraint, 4),
+                               (lambda: Cylindrical((1, 0, 0)), CylinderConstraint, 4)):
+        built = ring(lambda: Revolute((0, 1, 0)), closing=factory).build()
+        c = built.mechanism.constraints["close"]
+        assert isinstance(c, cls) and c.size == size
+        assert built.loop_closure_errors()["close"] < 1e-12
 
 
 def test_loop_through_two_fixed_components():
