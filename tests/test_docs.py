@@ -18,8 +18,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
-GUIDE = ["getting-started", "first-controller", "mechanisms", "contact", "events", "walking", "comparison",
-         "recordings", "notebooks", "benchmarks", "index"]
+GUIDE = ["getting-started", "first-controller", "mechanisms", "contact", "events", "walking", "assemble", "hinges",
+         "locking", "hand_study", "comparison", "recordings", "notebooks", "benchmarks", "index"]
 BLOCK = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)
 
 
