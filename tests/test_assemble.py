@@ -142,3 +142,31 @@ def test_redundant_arm_tool_placed_at_a_pose_and_out_of_reach_named():
     with pytest.raises(AssemblyError) as err:
         assemble(mech, q0, {"tool far away": pos(tool) == np.array([3.0, 0.0, 0.5])})
     assert err.value.conflicting == ["tool far away"]
+
+
+def test_talos_assembles_into_a_double_support_stance_with_both_soles_flat_on_the_floor():
+    """A rough Talos (every joint and the base off) placed with both soles flat at z = 0, 0.2 m
+    apart sideways, the base 3 cm lower than half-sitting: the statements hold to 1e-9."""
+    from robots.talos import talos
+    built = talos()
+    mech, q0 = built.mechanism, built.q0
+    soles = built.info["soles"]
+    mech.set_state(q0)
+    base_z = float(FramePoint(mech, "base_link").position()[2])
+    rng = np.random.default_rng(7)
+    q = mech.integrate(q0, 0.03 * rng.standard_normal(mech.nv))
+    Y = np.array([[0.0, 1.0, 0.0]])
+    st = {"base height": Z @ pos(FramePoint(mech, "base_link")) == base_z - 0.03}
+    for side, sign in (("l", 1.0), ("r", -1.0)):
+        st[f"{soles[side]} on the floor"] = Z @ pos(FramePoint(mech, soles[side])) == 0.0
+        st[f"{soles[side]} flat"] = TILT @ orientation_error(FrameOrientation(mech, soles[side]), np.eye(3)) == 0
+        st[f"{soles[side]} sideways"] = Y @ pos(FramePoint(mech, soles[side])) == sign * 0.1
+    res = assemble(mech, q, st)
+    mech.set_state(res.q)
+    for side, sign in (("l", 1.0), ("r", -1.0)):
+        M = mech.frame_placement(soles[side])
+        assert abs(M.translation[2]) < 1e-9 and abs(M.translation[1] - sign * 0.1) < 1e-9
+        assert np.linalg.norm(M.rotation[2] - np.array([0.0, 0.0, 1.0])) < 1e-9  # the sole's normal is up
+    assert abs(FramePoint(mech, "base_link").position()[2] - (base_z - 0.03)) < 1e-9
+    assert res.distance < 1.0  # near the rough sketch, not a far-away solution
+    mech.set_state(q0)
