@@ -29,6 +29,10 @@ from .builder import BuiltMechanism
 RADIUS = 0.028575  # m
 MASS = 0.17  # kg
 
+_COLORS = [(0.95, 0.95, 0.92, 1.0), (0.9, 0.75, 0.1, 1.0), (0.1, 0.25, 0.75, 1.0), (0.8, 0.15, 0.1, 1.0),
+           (0.35, 0.1, 0.5, 1.0), (0.95, 0.45, 0.1, 1.0), (0.1, 0.5, 0.25, 1.0), (0.5, 0.15, 0.1, 1.0),
+           (0.08, 0.08, 0.08, 1.0)]  # the cue ball's white, then pool colours
+
 __all__ = ["RADIUS", "MASS", "billiard_balls", "triangle_rack", "lattice_rack", "break_shot"]
 
 
@@ -54,8 +58,10 @@ def billiard_balls(positions, radius: float = RADIUS, mass: float = MASS, name: 
         model.appendBodyToJoint(jy, pin.Inertia(mass, np.zeros(3), 0.4 * mass * radius ** 2 * np.eye(3)),
                                 pin.SE3.Identity())
         f = model.addBodyFrame(f"ball{i}", jy, pin.SE3.Identity(), 0)
-        gm.addGeometryObject(pin.GeometryObject(f"ball{i}", jy, f, pin.SE3.Identity(), coal.Sphere(radius)))
-    return Mechanism(model, gm, None, name=name, actuated=[])
+        g = pin.GeometryObject(f"ball{i}", jy, f, pin.SE3.Identity(), coal.Sphere(radius))
+        g.meshColor = np.array(_COLORS[0] if i == 0 else _COLORS[1 + (i - 1) % (len(_COLORS) - 1)])
+        gm.addGeometryObject(g)
+    return Mechanism(model, gm, gm.copy(), name=name, actuated=[])
 
 
 def lattice_rack(rows: int = 5, angle: float = 60.0, radius: float = RADIUS, gap: float = 0.0,

@@ -41,7 +41,8 @@ from controlkit.errors import ControlkitError
 
 from .impact import ImpactError
 
-__all__ = ["Outcome", "OutcomeSet", "UniquenessReport", "impact_outcomes", "uniqueness", "reset_bound"]
+__all__ = ["Outcome", "OutcomeSet", "UniquenessReport", "impact_outcomes", "sample_outcomes", "uniqueness",
+           "reset_bound"]
 
 _ORTHOGONAL = 1e-9  # |c| below this counts as orthogonal (Theorem 2)
 
@@ -97,6 +98,9 @@ class OutcomeSet:
         sequences: the number of minimal sequences enumerated (with multiplicity).
         longest: the length of the longest minimal sequence.
         kinetic_energy_before: J.
+        states: distinct intermediate momenta explored.
+        exhaustive: True when every minimal sequence was enumerated; False for a random sample
+            (:func:`sample_outcomes`), whose outcomes are a subset of the set.
     """
 
     outcomes: list[Outcome]
@@ -105,6 +109,7 @@ class OutcomeSet:
     longest: int
     kinetic_energy_before: float
     states: int = 0
+    exhaustive: bool = True
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -264,3 +269,46 @@ def _merge(leaves, v, W, M, ke0, report, tol, longest, states) -> OutcomeSet:
             outcomes.append(Outcome(v1, lam, tuple(seq), count, 0.5 * float(v1 @ M @ v1)))
     total = sum(o.count for o in outcomes)
     return OutcomeSet(outcomes, report, total, longest, ke0, states)
+
+
+def sample_outcomes(M: np.ndarray, J: np.ndarray, v: np.ndarray, restitution: np.ndarray | float = 1.0, *,
+                    samples: int = 200, seed: int = 0, velocity_tolerance: float = 1e-9, max_resets: int = 100_000,
+                    outcome_tolerance: float = 1e-9, where: str = "") -> OutcomeSet:
+    """Outcomes of random minimal sequences: at each reset one impacting contact drawn uniformly.
+
+    For contact sets whose outcome tree is too large to enumerate (a 10- or 15-ball rack: the
+    distinct intermediate momenta run into millions), a sample of the outcome set. Arguments as
+    :func:`impact_outcomes`, plus ``samples`` (sequences drawn) and ``seed``. The result has
+    ``exhaustive = False``; ``count`` is how many samples reached each outcome.
+    """
+    v = np.asarray(v, dtype=float)
+    M = np.asarray(M, dtype=float)
+    J = np.atleast_2d(np.asarray(J, dtype=float)).reshape(-1, v.size)
+    k = len(J)
+    e = np.broadcast_to(np.asarray(restitution, dtype=float), (k,)).copy()
+    if samples < 1:
+        raise ControlkitError(f"sample_outcomes: samples must be >= 1, got {samples}")
+    ke0 = 0.5 * float(v @ M @ v)
+    report = uniqueness(M, J)
+    W, A = _metric(M, J)
+    u0 = J @ v
+    rng = np.random.default_rng(seed)
+    leaves, longest = [], 0
+    for _ in range(int(samples)):
+        lam, u, seq = np.zeros(k), u0.copy(), []
+        while True:
+            impacting = np.flatnonzero(u < -velocity_tolerance)
+            if impacting.size == 0:
+                break
+            if len(seq) >= max_resets:
+                raise ImpactError(f"{where}: a sampled reset sequence is longer than max_resets = {max_resets}")
+            i = int(impacting[rng.integers(impacting.size)])
+            dl = -(1.0 + e[i]) * u[i] / A[i, i]
+            lam[i] += dl
+            u += A[:, i] * dl
+            seq.append(i)
+        leaves.append([lam, tuple(seq), 1])
+        longest = max(longest, len(seq))
+    out = _merge(leaves, v, W, M, ke0, report, outcome_tolerance, longest, 0)
+    out.exhaustive = False
+    return out
