@@ -1,0 +1,119 @@
+"""The tailed biped of seed 001 (Fig. 1): where a foot strike with the tail on the ground has one outcome.
+
+When foot 1 strikes the ground while the tail tip touches it, the impact has two contacts. Their
+normals' kinetic-metric inner product ``c`` decides whether the propagative law's outcome is unique
+for every pre-impact momentum: ``c = 0`` (Theorem 2) or ``c = -1/2`` (Theorem 3). With foot and tail
+tip both on the ground the configuration is fixed by the hip angle and the tail angle (the body's
+pitch levels the two: :func:`robots.tailed_biped.stance_pose`), so ``c`` is a map over those two
+angles (:func:`uniqueness_map`); its zero set, a curve ``tail = T(leg)`` (:func:`unique_tail_angle`),
+is the design set. The hinges are free at the impact (finite torques), so ``c`` stays small
+(|c| < 0.15 here; c = -1/2 is never reached): Theorem 2's curve is the one the robot can use.
+
+The demo (``controlkit demo tailed_biped``) simulates the robot sitting on its tail and stepping:
+hip torques (PD to a periodic schedule) swing the legs, Coulomb friction (mu 0.8) at feet and tail,
+and the tail's angle follows T(hip angle of the next landing leg), so every foot strike happens on the
+design curve; each impact is checked with :func:`strike_report`.
+
+    python examples/tailed_biped.py [--map out/tailed_biped_map.png]
+"""
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+from scipy.optimize import brentq
+
+from robots.tailed_biped import stance_pose, tailed_biped
+from sim.impact_outcomes import impact_outcomes, uniqueness
+
+
+class Study:
+    """Kinematics and mass matrix of the robot for the design study (its own Pinocchio data)."""
+
+    def __init__(self):
+        self.mech = tailed_biped()
+        self.model = self.mech.model
+        self.data = self.model.createData()
+        self.frames = [self.model.getFrameId("foot_1"), self.model.getFrameId("tail_tip")]
+
+    def problem(self, q: np.ndarray, frames=None) -> tuple[np.ndarray, np.ndarray]:
+        """(M (nv, nv), J (2, nv)): the mass matrix and the vertical-velocity rows of foot 1 and the tail tip."""
+        m, d = self.model, self.data
+        pin.computeJointJacobians(m, d, q)
+        pin.framesForwardKinematics(m, d, q)
+        J = np.array([pin.getFrameJacobian(m, d, f, pin.LOCAL_WORLD_ALIGNED)[2] for f in (frames or self.frames)])
+        M = pin.crba(m, d, q)
+        return np.triu(M) + np.triu(M, 1).T, J
+
+    def inner_product(self, leg: float, tail: float, other_leg: float | None = None) -> float:
+        """c at the stance pose of (hip angle, tail angle) (rad)."""
+        M, J = self.problem(stance_pose(leg, tail, other_leg))
+        return float(uniqueness(M, J).inner_products[0, 1])
+
+
+def uniqueness_map(legs, tails, study: Study | None = None) -> np.ndarray:
+    """c over the grid (len(legs), len(tails)) of hip and tail angles (rad)."""
+    study = study or Study()
+    return np.array([[study.inner_product(a, b) for b in tails] for a in legs])
+
+
+def unique_tail_angle(leg: float, study: Study | None = None, bracket=(0.0, 1.2)) -> float:
+    """The tail angle T(leg) (rad) in ``bracket`` where c = 0 (Theorem 2), by Brent's method."""
+    study = study or Study()
+    return brentq(lambda t: study.inner_product(leg, t), *bracket, xtol=1e-12)
+
+
+def outcome_count(leg: float, tail: float, samples: int = 50, seed: int = 0, study: Study | None = None) -> int:
+    """The largest number of distinct propagative outcomes over random momenta striking both contacts."""
+    study = study or Study()
+    M, J = study.problem(stance_pose(leg, tail))
+    rng = np.random.default_rng(seed)
+    worst = 0
+    for _ in range(samples):
+        lam = -rng.uniform(0.2, 1.0, 2)  # both normal velocities negative: both contacts strike
+        v = np.linalg.lstsq(J, lam, rcond=None)[0] + 0.3 * (np.eye(len(M)) - np.linalg.pinv(J) @ J) @ rng.normal(size=len(M))
+        worst = max(worst, len(impact_outcomes(M, J, v)))
+    return worst
+
+
+def plot_map(path, legs=None, tails=None) -> Path:
+    """The design study's map: c over (hip angle, tail angle) with Theorem 2's curve c = 0."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    legs = np.linspace(-0.8, 0.8, 33) if legs is None else legs
+    tails = np.linspace(-0.6, 1.2, 37) if tails is None else tails
+    C = uniqueness_map(legs, tails)
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    lim = float(np.abs(C).max())
+    im = ax.pcolormesh(np.degrees(tails), np.degrees(legs), C, cmap="RdBu_r", vmin=-lim, vmax=lim, shading="auto")
+    ax.contour(np.degrees(tails), np.degrees(legs), C, levels=[0.0], colors="k", linewidths=2)
+    fig.colorbar(im, ax=ax, label="c = <u_foot, u_tail>_g / (|u_foot| |u_tail|)")
+    ax.set_xlabel("tail angle at impact (deg)")
+    ax.set_ylabel("hip angle at impact (deg)")
+    ax.set_title("foot strike with the tail down: unique outcome on the black curve (Theorem 2)", fontsize=9)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--map", default="out/tailed_biped_map.png")
+    args = p.parse_args(argv)
+    study = Study()
+    for leg in (-0.4, 0.0, 0.2, 0.4):
+        t = unique_tail_angle(leg, study)
+        print(f"hip {math.degrees(leg):+6.1f} deg: unique at tail {math.degrees(t):6.2f} deg "
+              f"(c = {study.inner_product(leg, t):.1e}); outcomes there {outcome_count(leg, t, study=study)}, "
+              f"at tail 1.2 rad {outcome_count(leg, 1.2, study=study)}")
+    print(f"wrote {plot_map(args.map)}")
+
+
+if __name__ == "__main__":
+    main()
