@@ -15,8 +15,10 @@ ground         half-space z <= 0; friction at feet and tail tip (Coulomb, chosen
 =============  ==========================================================================
 
 All hinges turn about -y (so positive angles swing a foot forward and the tail tip down) and are
-actuated (hip torques, tail torque). Coordinates q = (x, z, pitch, hip_1, hip_2, tail_joint)
-(m, rad); pitch is positive nose-up (about -y as the hinges).
+actuated (hip torques, tail torque). Coordinates q = (x, y, z, yaw, pitch, hip_1, hip_2, tail_joint)
+(m, rad); pitch is positive nose-up (about -y as the hinges). The base's sideways slide y and yaw
+(motions nothing excites: the robot stays in the x-z plane) are there so the 3-D contact model's rows
+(two tangential directions per point) are independent rather than zero or repeated.
 """
 from __future__ import annotations
 
@@ -61,7 +63,11 @@ def tailed_biped(name: str = "tailed_biped") -> Mechanism:
     gm = pin.GeometryModel()
     jx = model.addJoint(0, pin.JointModelPX(), pin.SE3.Identity(), "base_x")
     model.appendBodyToJoint(jx, pin.Inertia.Zero(), pin.SE3.Identity())
-    jz = model.addJoint(jx, pin.JointModelPZ(), pin.SE3.Identity(), "base_z")
+    jy = model.addJoint(jx, pin.JointModelPY(), pin.SE3.Identity(), "base_y")
+    model.appendBodyToJoint(jy, pin.Inertia.Zero(), pin.SE3.Identity())
+    jz = model.addJoint(jy, pin.JointModelPZ(), pin.SE3.Identity(), "base_z")
+    model.appendBodyToJoint(jz, pin.Inertia.Zero(), pin.SE3.Identity())
+    jz = model.addJoint(jz, pin.JointModelRZ(), pin.SE3.Identity(), "base_yaw")
     model.appendBodyToJoint(jz, pin.Inertia.Zero(), pin.SE3.Identity())
     # hinges about -y: joint frames rotated by pi about x (their z is world -y, their y is world -z)
     jb = model.addJoint(jz, pin.JointModelRZ(), _DOWN_Y, "pitch")
@@ -122,7 +128,7 @@ def stance_pose(leg: float, tail: float, other_leg: float | None = None) -> np.n
     if not d[0] > 0:
         raise ModelError(f"stance_pose: the foot ({leg} rad) must be ahead of the tail tip ({tail} rad)")
     z = TIP_RADIUS - fw[1]
-    q = np.array([-fw[0], z, pitch, leg, leg + 0.6 if other_leg is None else other_leg, tail])
+    q = np.array([-fw[0], 0.0, z, 0.0, pitch, leg, leg + 0.6 if other_leg is None else other_leg, tail])
     return q
 
 

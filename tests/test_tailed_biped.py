@@ -18,7 +18,7 @@ def test_stance_pose_puts_foot_and_tail_tip_on_the_ground(leg, tail):
     mech = tailed_biped()
     m, d = mech.model, mech.model.createData()
     q = stance_pose(leg, tail)
-    assert q[3] == leg and q[5] == tail
+    assert q[5] == leg and q[7] == tail
     pin.framesForwardKinematics(m, d, q)
     z = {n: d.oMf[m.getFrameId(n)].translation for n in ("foot_1", "foot_2", "tail_tip", "body")}
     assert z["foot_1"][2] == pytest.approx(TIP_RADIUS, abs=1e-12)
@@ -38,3 +38,13 @@ def test_design_curve_gives_one_outcome_and_off_it_two():
         assert EX.outcome_count(leg, 1.2, study=study) == 2
     C = EX.uniqueness_map(np.linspace(-0.8, 0.8, 5), np.linspace(-0.6, 1.2, 7), study)
     assert C.min() < 0 < C.max() and np.abs(C).max() < 0.5  # a zero set exists; -1/2 is out of reach
+
+
+def test_demo_builds_and_its_first_strikes_are_on_the_design_curve():
+    """The demo's start: the robot settles onto foot and tail at T(hip); those strikes have c ~ 0."""
+    from sim.runner import run_scenario
+    scn = EX.build()
+    assert abs(scn.info["rest_tail"] - EX.unique_tail_angle(0.0)) < 1e-12
+    rec = run_scenario(scn, seconds=0.05, quiet=True, save=False)
+    rep = EX.strike_report(rec, scn.info["study"])
+    assert rep and all(abs(c) < 1e-3 and n == 1 for _, c, n in rep)
