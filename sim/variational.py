@@ -37,7 +37,11 @@ it produced; otherwise it starts from the continuous Legendre transform ``p = M(
 handler's reset ``v+ = v- + M^-1 J^T Lambda`` is therefore the reset map applied to the discrete
 momentum at the isolated impact time, ``p+ = p- + J^T Lambda`` (eq. 14 and 30).
 
-Options: ``tolerance`` (relative residual of the DEL, default 1e-14), ``max_iterations``.
+Options: ``tolerance`` (the DEL's residual relative to its terms' size, default 1e-11; iterations go
+on while the residual still halves, so it usually ends at round-off), ``max_iterations``. A system
+with ``conservative = True`` (an attribute) is taken to add no forces (F = 0: no evaluation per
+iteration). The constraints are found through the system's owner: ``system.accel_fn.__self__.mech``
+(a ``Simulator``'s system); a bare :class:`~sim.integrators.PinocchioSystem` has none.
 """
 from __future__ import annotations
 
@@ -73,6 +77,7 @@ class _Kernels:
         return M
 
     def mass(self, q) -> np.ndarray:
+        """M(q) (nv, nv)."""
         return self._sym(pin.crba(self.model, self.data, q))
 
     def lagrangian_terms(self, q, w):
@@ -101,6 +106,7 @@ def _constraints_of(system):
 
 
 def _phi_G(mech, cons, q) -> tuple[np.ndarray, np.ndarray]:
+    """Stacked constraint errors phi (k,) and Jacobians G (k, nv) at q (the mechanism's state is moved)."""
     mech.set_state(q, np.zeros(mech.nv), check=False)
     phi = np.concatenate([np.asarray(c.error(), float).reshape(-1) for c in cons])
     G = np.vstack([np.asarray(c.jacobian(), float) for c in cons])
@@ -209,7 +215,7 @@ class VariationalMidpoint(Integrator):
             mu = np.zeros(nc)
         B = prev = None  # Broyden's correction of the Newton matrix (the energy's dropped second derivatives)
         for it in range(1, self.max_iterations + 1):
-            R, Phi, qm, w, M, Jac, n = self._residual(system, K, t, q, xi, p0, h)
+            R, Phi, _, w, M, Jac, n = self._residual(system, K, t, q, xi, p0, h)
             n_eval += n
             if prev is not None:
                 s_, R_, J_ = prev
