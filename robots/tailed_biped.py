@@ -11,7 +11,7 @@ tail           ``tail``: rod 0.45 m, 0.25 kg, on hinge ``tail_joint`` at the bod
                (x = -0.20 m); a tip sphere (radius 0.02 m) at the end
 joint angles   hips: 0 = leg straight down, positive swings the foot forward (+x);
                tail: 0 = tail straight back (-x), positive lowers the tip
-ground         a slab with its top face at z = 0; friction at feet and tail tip (Coulomb, chosen mu = 0.8)
+ground         half-space z <= 0; friction at feet and tail tip (Coulomb, chosen mu = 0.8)
 =============  ==========================================================================
 
 All hinges turn about -y (so positive angles swing a foot forward and the tail tip down) and are
@@ -94,9 +94,8 @@ def tailed_biped(name: str = "tailed_biped") -> Mechanism:
     f = model.addBodyFrame("tail_tip", j, pin.SE3(np.eye(3), TAIL_LENGTH * back), 0)
     gm.addGeometryObject(pin.GeometryObject("tail_tip", j, f, pin.SE3(np.eye(3), TAIL_LENGTH * back),
                                             coal.Sphere(TIP_RADIUS)))
-    # the ground: a 20 m x 4 m slab with its top face at z = 0 (a finite box, so the replay can frame it)
-    gm.addGeometryObject(pin.GeometryObject("ground", 0, 0, pin.SE3(np.eye(3), np.array([0.0, 0.0, -0.1])),
-                                            coal.Box(20.0, 4.0, 0.2)))
+    gm.addGeometryObject(pin.GeometryObject("ground", 0, 0, pin.SE3.Identity(),
+                                            coal.Halfspace(np.array([0.0, 0.0, 1.0]), 0.0)))
     for g in gm.geometryObjects:
         g.meshColor = np.array((0.35, 0.35, 0.4, 1.0) if g.name == "ground" else (0.8, 0.45, 0.15, 1.0))
     return Mechanism(model, gm, gm.copy(), name=name, actuated=["hip_1", "hip_2", "tail_joint"])
