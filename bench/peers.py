@@ -843,6 +843,9 @@ def markdown(payload: dict) -> str:
         + "\n\n" + md_table(payload["demos"], ["demo", "simulated_s", "wall_s", "cpu_s", "real_time_factor",
                                                  "real_time_factor_cpu", "steps_per_s"]),
     ]
+    if payload.get("billiards"):
+        parts.append("### Billiards break (15 balls, e = 1; seed 001 section VII)\n\n"
+                     + md_table(payload["billiards"], list(payload["billiards"][0])))
     return "\n\n".join(parts) + "\n"
 
 
@@ -909,6 +912,86 @@ def throughput_table(chain: list[dict], loops: list[dict]) -> list[dict]:
     return [{**r, "us_per_step": 1e6 / r["steps_per_s"]} for r in rows]
 
 
+# ------------------------------------------- billiards break (seed 001, section VII)
+BREAK_ROWS, BREAK_SPEED, BREAK_RATE, BREAK_SECONDS = 5, 2.0, 1000.0, 0.05  # 15 balls, m/s, Hz, s
+
+
+def billiards_break(available: Sequence[str], cid: int | None, samples: int = 200) -> list[dict]:
+    """The 15-ball break in each engine (cue ball 2 mm from the apex at 2 m/s, e = 1, no friction, no
+    gravity, 50 ms at 1 kHz): kinetic energy after / before, momentum change, the cue ball's velocity, and
+    the kinetic-norm distance (over |v|) of the engine's outcome to the nearest propagative outcome of a
+    sample of ``samples`` random minimal sequences (``sim.impact_outcomes.sample_outcomes``; the set is
+    too large to enumerate)."""
+    from robots.billiards import break_shot
+    from sim.collision import CollisionWorld
+    from sim.impact_outcomes import sample_outcomes
+    touching = break_shot(BREAK_ROWS, speed=BREAK_SPEED)
+    mech = touching.mechanism
+    world = CollisionWorld(mech)
+    contacts = [c for c in world.contacts(touching.q0, touching.v0) if c.distance <= 1e-9]
+    M, _ = mech.dynamics()
+    M = M.copy()
+    law = sample_outcomes(M, world.jacobian(contacts), touching.v0, samples=samples)
+    built = break_shot(BREAK_ROWS, speed=BREAK_SPEED, cue_distance=0.002)
+    pos, r, m = built.info["positions"], built.info["radius"], built.info["mass"]
+    runs = {"controlkit": lambda: _controlkit_break(built)}
+    if "mujoco" in available:
+        runs["mujoco"] = lambda: _mujoco_break(pos, r, m)
+    if "pybullet" in available:
+        runs["pybullet"] = lambda: _pybullet_break(cid, pos, r, m)
+    v0 = touching.v0
+    ke0, p0 = 0.5 * float(v0 @ M @ v0), m * np.array([v0[0::2].sum(), v0[1::2].sum()])
+    rows = []
+    for engine, fn in runs.items():
+        v = fn()
+        dist = min(math.sqrt(float((v - o.v) @ M @ (v - o.v))) for o in law.outcomes) / math.sqrt(2 * ke0)
+        p = m * np.array([v[0::2].sum(), v[1::2].sum()])
+        rows.append({"engine": engine, "KE_ratio": 0.5 * float(v @ M @ v) / ke0,
+                     "momentum_change_Ns": float(np.abs(p - p0).max()),
+                     "cue_v": f"({v[0]:+.3f}, {v[1]:+.3f})",
+                     "distance_to_propagative_set": dist, "outcomes_sampled": len(law)})
+    return rows
+
+
+def _controlkit_break(built) -> np.ndarray:
+    sim = Simulator(built.mechanism, built.q0, built.v0, dt=1.0 / BREAK_RATE, integrator="variational")
+    sim.enable_impacts(law="propagative", restitution=1.0)
+    sim.run(BREAK_SECONDS)
+    return sim.v.copy()
+
+
+def _mujoco_break(pos: np.ndarray, r: float, m: float) -> np.ndarray:
+    import mujoco
+    c = mujoco_contact(1.0, 1.0 / BREAK_RATE)
+    solref = " ".join(f"{x:.17g}" for x in c["solref"])
+    solimp = " ".join(f"{x:.17g}" for x in c["solimp"])
+    bodies = "".join(f'<body name="b{i}" pos="{x:.17g} {y:.17g} 0"><freejoint/><geom type="sphere" size="{r}" '
+                     f'mass="{m:.17g}" condim="1" solref="{solref}" solimp="{solimp}"/></body>'
+                     for i, (x, y) in enumerate(pos))
+    model = mujoco.MjModel.from_xml_string(f'<mujoco><option timestep="{1.0 / BREAK_RATE:.17g}" integrator="Euler" '
+                                           f'gravity="0 0 0"/><worldbody>{bodies}</worldbody></mujoco>')
+    data = mujoco.MjData(model)
+    data.qvel[0] = BREAK_SPEED
+    for _ in range(int(round(BREAK_SECONDS * BREAK_RATE))):
+        mujoco.mj_step(model, data)
+    qv = np.asarray(data.qvel).reshape(-1, 6)
+    return qv[:, :2].ravel().copy()
+
+
+def _pybullet_break(cid: int, pos: np.ndarray, r: float, m: float) -> np.ndarray:
+    import pybullet as p
+    pybullet_reset(cid, 1.0 / BREAK_RATE)
+    shape = p.createCollisionShape(p.GEOM_SPHERE, radius=r, physicsClientId=cid)
+    ids = [p.createMultiBody(m, shape, basePosition=[x, y, 0], physicsClientId=cid) for x, y in pos]
+    for b in ids:
+        p.changeDynamics(b, -1, restitution=1.0, lateralFriction=0.0, spinningFriction=0.0, rollingFriction=0.0,
+                         linearDamping=0.0, angularDamping=0.0, physicsClientId=cid)
+    p.resetBaseVelocity(ids[0], [BREAK_SPEED, 0, 0], [0, 0, 0], physicsClientId=cid)
+    for _ in range(int(round(BREAK_SECONDS * BREAK_RATE))):
+        p.stepSimulation(physicsClientId=cid)
+    return np.array([p.getBaseVelocity(b, physicsClientId=cid)[0][:2] for b in ids]).ravel()
+
+
 # -------------------------------------------------------------------- main
 def run(repeat: int, quick: bool, demos: bool) -> dict:
     """Every scene in every available engine; returns the JSON payload."""
@@ -932,7 +1015,8 @@ def run(repeat: int, quick: bool, demos: bool) -> dict:
             "mass_matrix_check": checks, "targets": targets(sphere_rows, cradle_rows, levels),
             "three_spheres": spheres, "cradle": cradle, "chain": chain, "levels": levels,
             "throughput": throughput_table(chain, loops), "demos": demo_rows, "time_split": split,
-            "three_sphere_cases": sphere_rows, "cradle_cases": cradle_rows}
+            "three_sphere_cases": sphere_rows, "cradle_cases": cradle_rows,
+            "billiards": billiards_break(available, cid)}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -949,7 +1033,7 @@ def main(argv: list[str] | None = None) -> None:
     for title, key in (("targets", "targets"), ("three spheres", "three_spheres"), ("cradle", "cradle"),
                        ("work-precision levels", "levels"), ("time split", "time_split"), ("chain runs", "chain"),
                        ("throughput", "throughput"),
-                       ("demos", "demos")):
+                       ("demos", "demos"), ("billiards break", "billiards")):
         if payload[key]:
             print(f"\n{title}\n" + table(payload[key], list(payload[key][0])))
     print(f"\nwrote {write_json('peers', payload)}, {RESULTS / 'peers.md'}, {RESULTS / 'peers_work_precision.png'}")

@@ -135,7 +135,7 @@ class ImpactResult:
 
 def resolve_impact(M: np.ndarray, J: np.ndarray, v: np.ndarray, restitution: np.ndarray | float,
                    law: str = "propagative", *, bilateral: np.ndarray | None = None, velocity_tolerance: float = 1e-9,
-                   max_resets: int = 1000, where: str = "") -> ImpactResult:
+                   max_resets: int = 1000, where: str = "", outcomes: str = "one"):
     """Post-impact velocity from M (nv, nv), contact normal rows J (k, nv) and v- (nv,).
 
     Args:
@@ -150,7 +150,16 @@ def resolve_impact(M: np.ndarray, J: np.ndarray, v: np.ndarray, restitution: np.
             welds, sticking contacts' tangential rows. The simultaneous and plastic laws hold them
             as equalities; the propagative law as two opposite plastic contacts each.
         where: context for error messages (time, pair names).
+        outcomes: ``"one"`` (an :class:`ImpactResult`) or, propagative law only, ``"all"``: every
+            minimal reset sequence's outcome, a ``sim.impact_outcomes.OutcomeSet``.
     """
+    if outcomes == "all" and law == "propagative" and bilateral is None:
+        from .impact_outcomes import impact_outcomes
+        return impact_outcomes(M, J, v, restitution, velocity_tolerance=velocity_tolerance,
+                               max_resets=max_resets, where=where)
+    if outcomes != "one":
+        raise ControlkitError(f"resolve_impact: outcomes must be 'one' or 'all' (propagative law, no bilateral "
+                              f"rows); got outcomes={outcomes!r} with law={law!r}")
     if law not in LAWS:
         raise ControlkitError(f"impact law must be one of {', '.join(LAWS)}; got {law!r}")
     v = np.asarray(v, dtype=float)

@@ -650,9 +650,17 @@ _REGISTRY: dict[str, type[Integrator]] = {
 }
 
 
+def _registry() -> dict[str, type[Integrator]]:
+    """The registry, with the variational integrator (its own module: it needs the model, not only a(t, q, v))."""
+    if "variational" not in _REGISTRY:
+        from .variational import VariationalMidpoint
+        _REGISTRY[VariationalMidpoint.name] = VariationalMidpoint
+    return _REGISTRY
+
+
 def integrator_names() -> list[str]:
     """The names :func:`make_integrator` accepts."""
-    return list(_REGISTRY)
+    return list(_registry())
 
 
 def make_integrator(name: str, **options) -> Integrator:
@@ -662,7 +670,7 @@ def make_integrator(name: str, **options) -> Integrator:
     h_max; ``abm4``: rtol, atol). Raises UnknownNameError for an unknown name and
     IntegratorError for an option the method does not take.
     """
-    cls = _REGISTRY.get(name)
+    cls = _registry().get(name)
     if cls is None:
         raise UnknownNameError("integrator", str(name), _REGISTRY)
     params = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]

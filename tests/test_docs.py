@@ -19,7 +19,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
 GUIDE = ["getting-started", "first-controller", "mechanisms", "contact", "events", "walking", "assemble", "hinges",
-         "locking", "hand_study", "comparison", "recordings", "notebooks", "benchmarks", "index"]
+         "locking", "hand_study", "impacts", "comparison", "recordings", "notebooks", "benchmarks", "index"]
 BLOCK = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)
 
 

@@ -81,11 +81,12 @@ def final_error_osc(name: str, h: float, T: float = 2.0) -> float:
 
 # ------------------------------------------------------------------------ registry
 def test_registry_names_and_flags():
-    assert integrator_names() == ["euler", "semi_implicit_euler", "rk4", "abm4", "dopri5", "dop853"]
+    assert integrator_names() == ["euler", "semi_implicit_euler", "rk4", "abm4", "dopri5", "dop853", "variational"]
     flags = {n: (make_integrator(n).order, make_integrator(n).adaptive, make_integrator(n).multistep)
              for n in integrator_names()}
     assert flags == {"euler": (1, False, False), "semi_implicit_euler": (1, False, False), "rk4": (4, False, False),
-                     "abm4": (4, False, True), "dopri5": (5, True, False), "dop853": (8, True, False)}
+                     "abm4": (4, False, True), "dopri5": (5, True, False), "dop853": (8, True, False),
+                     "variational": (2, False, False)}
     assert all(isinstance(make_integrator(n), Integrator) for n in integrator_names())
 
 

@@ -1,0 +1,244 @@
+"""The tailed biped of seed 001 (Fig. 1): where a foot strike with the tail on the ground has one outcome.
+
+When foot 1 strikes the ground while the tail tip touches it, the impact has two contacts. Their
+normals' kinetic-metric inner product ``c`` decides whether the propagative law's outcome is unique
+for every pre-impact momentum: ``c = 0`` (Theorem 2) or ``c = -1/2`` (Theorem 3). With foot and tail
+tip both on the ground the configuration is fixed by the hip angle and the tail angle (the body's
+pitch levels the two: :func:`robots.tailed_biped.stance_pose`), so ``c`` is a map over those two
+angles (:func:`uniqueness_map`); its zero set, a curve ``tail = T(leg)`` (:func:`unique_tail_angle`),
+is the design set. The hinges are free at the impact (finite torques), so ``c`` stays small
+(|c| < 0.15 here; c = -1/2 is never reached): Theorem 2's curve is the one the robot can use.
+
+The demo (``controlkit demo tailed_biped``, 10 s) makes the robot bound on foot 1 and its tail:
+each period a PD pulse swings the tail tip up against the ground, throwing the body nose-up about
+it so the foot leaves the ground, then holds the tail at T(hip) while the body falls back and the
+foot strikes with the tail down. The hips (PD, hip 2 tucked TUCK ahead of hip 1) track the root of
+c = 0 at the present pitch and tail angle, so every strike happens on the design set up to their
+tracking error. Coulomb friction (mu 0.8) at feet and tail, plastic impacts (e = 0) by the
+propagative law. :func:`strike_report` gives each strike's c, outcome count and outcome spread.
+
+    python examples/tailed_biped.py [--map out/tailed_biped_map.png]
+"""
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+from scipy.interpolate import CubicSpline
+from scipy.optimize import brentq
+
+from controlkit.quantities import ControlTorques
+from robots.tailed_biped import FRICTION, stance_pose, tailed_biped
+from sim.contact import enable_contacts
+from sim.impact_outcomes import impact_outcomes, uniqueness
+from sim.runner import Scenario
+from sim.simulator import Simulator
+
+
+TUCK = 0.9  # rad: hip 2 is held this far ahead of hip 1 (the lifted leg), in the map and in the gait
+
+
+class Study:
+    """Kinematics and mass matrix of the robot for the design study (its own Pinocchio data)."""
+
+    def __init__(self):
+        self.mech = tailed_biped()
+        self.model = self.mech.model
+        self.data = self.model.createData()
+        self.frames = [self.model.getFrameId("foot_1"), self.model.getFrameId("tail_tip")]
+
+    def problem(self, q: np.ndarray, frames=None) -> tuple[np.ndarray, np.ndarray]:
+        """(M (nv, nv), J (2, nv)): the mass matrix and the vertical-velocity rows of foot 1 and the tail tip."""
+        m, d = self.model, self.data
+        pin.computeJointJacobians(m, d, q)
+        pin.framesForwardKinematics(m, d, q)
+        J = np.array([pin.getFrameJacobian(m, d, f, pin.LOCAL_WORLD_ALIGNED)[2] for f in (frames or self.frames)])
+        M = pin.crba(m, d, q)
+        return np.triu(M) + np.triu(M, 1).T, J
+
+    def inner_product(self, leg: float, tail: float, other_leg: float | None = None) -> float:
+        """c at the stance pose of (hip angle, tail angle) (rad), hip 2 at ``other_leg`` (default leg + TUCK)."""
+        M, J = self.problem(stance_pose(leg, tail, leg + TUCK if other_leg is None else other_leg))
+        return float(uniqueness(M, J).inner_products[0, 1])
+
+
+def uniqueness_map(legs, tails, study: Study | None = None) -> np.ndarray:
+    """c over the grid (len(legs), len(tails)) of hip and tail angles (rad)."""
+    study = study or Study()
+    return np.array([[study.inner_product(a, b) for b in tails] for a in legs])
+
+
+def unique_tail_angle(leg: float, study: Study | None = None, bracket=(-0.3, 1.2)) -> float:
+    """The tail angle T(leg) (rad) in ``bracket`` where c = 0 (Theorem 2), by Brent's method."""
+    study = study or Study()
+    return brentq(lambda t: study.inner_product(leg, t), *bracket, xtol=1e-12)
+
+
+def outcome_count(leg: float, tail: float, samples: int = 50, seed: int = 0, study: Study | None = None) -> int:
+    """The largest number of distinct propagative outcomes over random momenta striking both contacts."""
+    study = study or Study()
+    M, J = study.problem(stance_pose(leg, tail, leg + TUCK))
+    rng = np.random.default_rng(seed)
+    worst = 0
+    for _ in range(samples):
+        lam = -rng.uniform(0.2, 1.0, 2)  # both normal velocities negative: both contacts strike
+        v = np.linalg.lstsq(J, lam, rcond=None)[0] + 0.3 * (np.eye(len(M)) - np.linalg.pinv(J) @ J) @ rng.normal(size=len(M))
+        worst = max(worst, len(impact_outcomes(M, J, v)))
+    return worst
+
+
+def design_curve(study: Study | None = None, hips=None) -> CubicSpline:
+    """Theorem 2's curve inverted: hip angle as a function of the tail angle, hip = H(tail) (rad), a cubic
+    spline through T(hip) at ``hips`` (default -0.5..0.5 rad, 21 points)."""
+    study = study or Study()
+    hips = np.linspace(-0.5, 0.5, 21) if hips is None else np.asarray(hips)
+    tails = np.array([unique_tail_angle(h, study) for h in hips])
+    if np.any(np.diff(tails) <= 0):
+        raise ValueError("design_curve: T(hip) is not increasing over the hips given")
+    return CubicSpline(tails, hips)
+
+
+def plot_map(path, legs=None, tails=None) -> Path:
+    """The design study's map: c over (hip angle, tail angle) with Theorem 2's curve c = 0."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    legs = np.linspace(-0.8, 0.8, 33) if legs is None else legs
+    tails = np.linspace(-0.6, 1.2, 37) if tails is None else tails
+    C = uniqueness_map(legs, tails)
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    lim = float(np.abs(C).max())
+    im = ax.pcolormesh(np.degrees(tails), np.degrees(legs), C, cmap="RdBu_r", vmin=-lim, vmax=lim, shading="auto")
+    ax.contour(np.degrees(tails), np.degrees(legs), C, levels=[0.0], colors="k", linewidths=2)
+    fig.colorbar(im, ax=ax, label="c = <u_foot, u_tail>_g / (|u_foot| |u_tail|)")
+    ax.set_xlabel("tail angle at impact (deg)")
+    ax.set_ylabel("hip angle at impact (deg)")
+    ax.set_title("foot strike with the tail down: unique outcome on the black curve (Theorem 2)", fontsize=9)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+GAINS = {"hip_1": (4000.0, 12.0), "hip_2": (4000.0, 12.0), "tail_joint": (300.0, 8.0)}  # N m/rad, N m s/rad
+
+
+def tail_schedule(t: float, rest: float, lift: float, period: float, pulse: float) -> float:
+    """The tail angle target (rad): a ``pulse``-second sin^2 bump of ``lift`` at the start of each period
+    (a negative lift swings the tail tip up relative to the body: pushing on the ground it throws the
+    body nose-up about the tip, and the foot leaves the ground), then ``rest`` held while the body
+    falls back, so the foot strikes with the tail at ``rest``."""
+    tau = t % period
+    return rest + (lift * math.sin(math.pi * tau / pulse) ** 2 if tau < pulse else 0.0)
+
+
+def build(hip: float = 0.0, lift: float = -0.35, period: float = 1.0, pulse: float = 0.2, restitution: float = 0.0,
+          dt: float = 1e-3, integrator: str = "rk4") -> Scenario:
+    """The robot on foot 1 and its tail, bounding in place: the tail lifts the body, the foot strikes again.
+
+    Args:
+        hip: hip 1's angle (rad), held by its PD; the tail's resting angle is T(hip) (Theorem 2's curve).
+        lift: the tail's extra angle at the top of its pulse (rad); period: one bound (s); pulse: the tail
+            pulse's duration (s).
+        restitution: e of the foot and tail impacts (the propagative law); dt: step (s).
+    """
+    study = Study()
+    rest = unique_tail_angle(hip, study)
+    H = design_curve(study)
+    dH = H.derivative()
+    mech = tailed_biped()
+    q0 = stance_pose(hip, rest, hip + TUCK)
+    sim = Simulator(mech, q0, np.zeros(mech.nv), dt=dt, integrator=integrator)
+    joints = [mech.model.getJointId(n) for n in GAINS]
+    iq = [mech.model.joints[j].idx_q for j in joints]
+    iv = [mech.model.joints[j].idx_v for j in joints]
+    kp = np.array([g[0] for g in GAINS.values()])
+    kd = np.array([g[1] for g in GAINS.values()])
+    ih = iq[:2]
+    last = {"t": sim.t, "h": hip}
+
+    def zero_c_hip(q) -> float:
+        """The hip 1 angle (rad) that puts c = 0 at the current pitch and tail angle (hip 2 at it + TUCK)."""
+        def c_of(h):
+            qq = q.copy()
+            qq[ih[0]], qq[ih[1]] = h, h + TUCK
+            M, J = study.problem(qq)
+            return float(uniqueness(M, J).inner_products[0, 1])
+        h0 = float(H(q[iq[2]]))
+        for w in (0.1, 0.3, 0.8):
+            a, b = h0 - w, h0 + w
+            if c_of(a) * c_of(b) < 0:
+                return brentq(c_of, a, b, xtol=1e-10)
+        return h0
+
+    def pd(s):
+        # the tail follows its schedule; the hips follow the root of c = 0 at the present pitch and tail
+        # angle (Theorem 2's condition at this configuration), so whenever the foot strikes, the strike is
+        # on the design set up to the hips' tracking error
+        h = zero_c_hip(s.q)
+        dt_ = s.t - last["t"]
+        h_rate = (h - last["h"]) / dt_ if dt_ > 0 else 0.0
+        last["t"], last["h"] = s.t, h
+        target = np.array([h, h + TUCK, tail_schedule(s.t, rest, lift, period, pulse)])
+        rate = np.array([h_rate, h_rate, 0.0])
+        s.equations.assign("hip and tail PD", ControlTorques(s.mech), kp * (target - s.q[iq]) + kd * (rate - s.v[iv]))
+    pd(sim)  # torques assigned before the contacts are made: the hinges are then plain (forward dynamics)
+    sim.control_phase.append(pd)
+    contacts = enable_contacts(sim, friction=(FRICTION, FRICTION), restitution=restitution, law="propagative",
+                               pairs=[("foot_1", "ground"), ("foot_2", "ground"), ("tail_tip", "ground")])
+
+    def summary(rec):
+        rep = strike_report(rec, study)
+        return (f"{len(rep)} foot strikes with the tail down: largest |c| {max((abs(r[1]) for r in rep), default=0):.2e}"
+                f" (Theorem 2: 0), largest outcome spread {max((r[3] for r in rep), default=0):.2e} of |v|; "
+                f"rest tail angle T({hip:.3f}) = {rest:.4f} rad")
+
+    return Scenario("tailed_biped", "tailed biped bounding on foot and tail (seed 001 Fig. 1)", sim, 10.0,
+                    model={"factory": "robots.tailed_biped:tailed_biped", "kwargs": {}}, summary=summary,
+                    info={"contacts": contacts, "rest_tail": rest, "study": study})
+
+
+def strike_report(rec, study: Study | None = None) -> list[tuple[float, float, int, float]]:
+    """Per impact of foot 1 (the tail tip touching or striking too): (time s, c at the strike's
+    configuration, number of distinct outcomes for the impact's own pre-impact velocity, their spread).
+
+    The spread is the largest kinetic-norm distance between two outcomes over the norm of the
+    pre-impact velocity (0 when unique; O(|c|) near Theorem 2's curve)."""
+    study = study or Study()
+    out = []
+    for ev in rec.events_of("impact"):
+        pairs = [tuple(p) for p in ev.data.get("pairs", [])]
+        if ("foot_1", "ground") not in pairs and ("ground", "foot_1") not in pairs:
+            continue
+        i = int(np.searchsorted(rec.t, ev.time))
+        q = rec.q[min(i, len(rec.t) - 1)]
+        M, J = study.problem(q)  # foot 1 and the tail tip at the strike's configuration
+        c = float(uniqueness(M, J).inner_products[0, 1])
+        v = np.asarray(ev.data["v_before"])
+        outs = impact_outcomes(M, J, v).outcomes
+        norm = math.sqrt(max(float(v @ M @ v), 1e-300))
+        spread = max((math.sqrt(max(float((a.v - b.v) @ M @ (a.v - b.v)), 0.0)) / norm
+                      for a in outs for b in outs), default=0.0)
+        out.append((ev.time, c, len(outs), spread))
+    return out
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--map", default="out/tailed_biped_map.png")
+    args = p.parse_args(argv)
+    study = Study()
+    for leg in (-0.4, 0.0, 0.2, 0.4):
+        t = unique_tail_angle(leg, study)
+        print(f"hip {math.degrees(leg):+6.1f} deg: unique at tail {math.degrees(t):6.2f} deg "
+              f"(c = {study.inner_product(leg, t):.1e}); outcomes there {outcome_count(leg, t, study=study)}, "
+              f"at tail 1.2 rad {outcome_count(leg, 1.2, study=study)}")
+    print(f"wrote {plot_map(args.map)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,60 @@
+"""The tailed biped of seed 001 (Fig. 1): the design study of foot strikes with the tail down."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from robots.tailed_biped import TIP_RADIUS, stance_pose, tailed_biped
+from sim.runner import load_script
+
+EX = load_script(Path(__file__).resolve().parents[1] / "examples" / "tailed_biped.py")
+
+
+@pytest.mark.parametrize("leg,tail", [(0.0, 0.0), (0.3, 0.6), (-0.4, 0.2)])
+def test_stance_pose_puts_foot_and_tail_tip_on_the_ground(leg, tail):
+    mech = tailed_biped()
+    m, d = mech.model, mech.model.createData()
+    q = stance_pose(leg, tail)
+    assert q[5] == leg and q[7] == tail
+    pin.framesForwardKinematics(m, d, q)
+    z = {n: d.oMf[m.getFrameId(n)].translation for n in ("foot_1", "foot_2", "tail_tip", "body")}
+    assert z["foot_1"][2] == pytest.approx(TIP_RADIUS, abs=1e-12)
+    assert z["tail_tip"][2] == pytest.approx(TIP_RADIUS, abs=1e-12)
+    assert z["foot_2"][2] > TIP_RADIUS and z["body"][2] > 0.1  # the other foot and the body are off the ground
+    assert np.allclose([z[n][1] for n in z], 0.0, atol=1e-12)  # planar: everything in the x-z plane
+
+
+def test_design_curve_gives_one_outcome_and_off_it_two():
+    """On the curve tail = T(hip) the strike's normals are kinetic-orthogonal (Theorem 2): one outcome for
+    every momentum striking both contacts; at tail = 1.2 rad (c ~ 0.1) some momenta have two."""
+    study = EX.Study()
+    for leg in (-0.4, 0.0, 0.4):
+        t = EX.unique_tail_angle(leg, study)
+        assert abs(study.inner_product(leg, t)) <= 1e-12
+        assert EX.outcome_count(leg, t, study=study) == 1
+        assert EX.outcome_count(leg, 1.2, study=study) == 2
+    C = EX.uniqueness_map(np.linspace(-0.8, 0.8, 5), np.linspace(-0.6, 1.2, 7), study)
+    assert C.min() < 0 < C.max() and np.abs(C).max() < 0.5  # a zero set exists; -1/2 is out of reach
+
+
+def test_bounding_gait_keeps_every_foot_strike_on_the_design_set():
+    """Two bounds (2 s; the 10 s run is the demo's default, see docs/impacts.md): the tail throws the body
+    up and the foot leaves the ground each period; every foot strike happens with |c| <= 1e-3 (the hips
+    track the root of c = 0 at the present pitch and tail angle) and its outcomes for the actual pre-impact
+    velocity agree to 1e-3 of |v| (one outcome where only the foot strikes)."""
+    from sim.runner import run_scenario
+    scn = EX.build()
+    assert abs(scn.info["rest_tail"] - EX.unique_tail_angle(0.0)) < 1e-12
+    rec = run_scenario(scn, seconds=2.0, quiet=True, save=False)
+    rep = EX.strike_report(rec, scn.info["study"])
+    lifts = [e.time for e in rec.events_of("contact_broken") if "foot_1" in e.description]
+    assert any(0.0 < t < 1.0 for t in lifts) and any(1.0 < t < 2.0 for t in lifts)  # it bounds, twice
+    assert len(rep) >= 4 and any(t > 1.0 for t, *_ in rep)
+    for t, c, n, spread in rep:
+        assert abs(c) <= 1e-3, (t, c)
+        assert spread <= 1e-3, (t, spread)
+    # off the design set (hips held at 0.4 rad ahead of the curve) the strikes are not: the check can fail
+    assert max(abs(EX.Study().inner_product(0.4, scn.info["rest_tail"])), 0.0) > 1e-2
