@@ -214,6 +214,12 @@ class Viewer:
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def server_pid(self) -> int | None:
+        """Process id of the meshcat server this viewer started (None when it connected to one)."""
+        proc = getattr(self._vis.window, "server_proc", None) if self._owns_server else None
+        return None if proc is None else proc.pid
+
     def __enter__(self) -> "Viewer":
         return self
 
