@@ -302,7 +302,7 @@ class CollisionWorld:
 
     def time_to_contact(self, q: np.ndarray, v: np.ndarray, safety: float = 0.5,
                         velocity_tolerance: float = 1e-9, exclude: set[int] | frozenset = frozenset(),
-                        separation: float = 1e-6) -> float:
+                        separation: float = 1e-6, a: np.ndarray | None = None) -> float:
         """A step (s) short enough that no sign change of a pair's distance can be missed.
 
         - Approaching pair at distance d > 0, closing at c = -J_n v > 0: ``safety * (d + w) / c``
@@ -316,6 +316,11 @@ class CollisionWorld:
           missed). Without the floor, a pair leaving from d = 0 (touching) got zero-length steps:
           its distance stays 0 to coal's precision for thousands of them (the brick stack of
           Fig. 5.7 spent 40 000 steps of 1e-14 s at one separation).
+          With the accelerations ``a`` (nv,) and the pair pulled back (``J_n a < 0``), the step
+          also ends by the apex of its flight, ``u / |J_n a|``: a slow bounce (a ball near the
+          accumulation point of its bounces) lands within ``2 u / |J_n a|``, which the
+          separation bound alone would step over, leaving the ball inside the ground with no
+          crossing to see.
 
         ``exclude``: pair indices not to consider (pairs held in contact by a hinge).
         """
@@ -332,6 +337,10 @@ class CollisionWorld:
                 best = min(best, safety * (c.distance + w) / -u)
             elif c.distance <= 0.0 and u > velocity_tolerance:
                 best = min(best, 2.0 * max(-c.distance, separation) / u)
+                if a is not None:
+                    an = float(c.jacobian.dot(a))  # (the centripetal part left out: a bound, not a root)
+                    if an < 0.0:
+                        best = min(best, u / -an)
         return best
 
 
