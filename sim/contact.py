@@ -74,7 +74,7 @@ from scipy.optimize import nnls
 from controlkit.constraints import Constraint
 from controlkit.dynamics import evaluate
 from controlkit.equations import build_problem
-from controlkit.errors import ControlkitError, InconsistentEquationsError
+from controlkit.errors import ControlkitError, InconsistentEquationsError, ModelError
 from controlkit.vec3 import cross
 
 from .collision import CollisionWorld, PairFilter
@@ -407,8 +407,62 @@ def _point_rows_of(sides, p: SupportPoint, u: np.ndarray | None, mu_k: float):
     """The rows of one support point (a material point on a surface, or an edge crossing)."""
     if p.edges is not None:
         return _edge_rows(sides[0][0], sides[0][1], p.edges, u, mu_k)
+    if p.radius_b > 0.0:
+        return _ball_rows(sides[0][0], sides[0][1], p.local_a[None, :], p.local_o[None, :], p.radius, p.radius_b, u, mu_k)
     uo = None if u is None else (u if p.owner == 0 else -u)
     return _gap_rows(*sides[p.owner], p.local_a[None, :], p.local_o[None, :], np.array([p.radius]), uo, mu_k)
+
+
+def _ball_centres(A: _Body, B: _Body, la: np.ndarray, lb: np.ndarray):
+    """Centres (world, m) of a ball of A and a ball of B (centres ``la``, ``lb`` (1, 3) in their
+    joint frames), their distance L (m) and the unit normal from B's towards A's."""
+    xa, xb = A.point(la), B.point(lb)
+    d = (xa - xb)[0]
+    L = math.sqrt(d @ d)
+    return xa, xb, L, d / L
+
+
+def _ball_rows(A: _Body, B: _Body, la: np.ndarray, lb: np.ndarray, ra: float, rb: float,
+               u: np.ndarray | None, mu_k: float, own: bool = True):
+    """The normal row of a ball of A (centre ``la``, radius ra) on a ball of B (``lb``, rb).
+
+    ``phi = L - ra - rb`` with L the centres' distance; ``d phi/dt = n . (v_A(c_A) - v_B(c_B))``
+    (n from B's centre towards A's) and ``d2 phi/dt2 = n . (a_A(c_A) - a_B(c_B)) + |dv_t|^2 / L``
+    (the normal turns at ``dv_t / L``, dv_t the centres' relative velocity normal to n). Returns
+    ``(phi, J, drift, G)`` as :func:`_gap_rows` (G carries the kinetic friction when sliding)."""
+    xa, xb, L, n = _ball_centres(A, B, la, lb)
+    JD = A.along(xa - A.t, n) - B.along(xb - B.t, n)
+    dv = A.velocity(xa)[0] - B.velocity(xb)[0]
+    dvt = dv - (n @ dv) * n
+    JD[0, -1] += (dvt @ dvt) / L
+    J = JD[:, :-1]
+    G = J
+    if u is not None:
+        xc = xa - ra * n
+        uu = _point_slide_directions(A.velocity(xc) - B.velocity(xc), n, u) if own else u[None]
+        G = J - mu_k * (A.directional_jacobian(xc, uu) - B.directional_jacobian(xc, uu))
+    return np.array([L - ra - rb]), J, JD[:, -1], G
+
+
+def _rolling_rows(A: _Body, B: _Body, x: np.ndarray, xdot: np.ndarray, T: np.ndarray, tdot: np.ndarray | None):
+    """Stick rows of a ball: no slip at the *current* contact point x (world, m), which moves at
+    ``xdot`` (m/s) over both bodies, along the tangents T (2, 3) (turning at ``tdot`` or None).
+
+    ``d/dt v_A(x(t)) = a_A(x) + w_A x (xdot - v_A(x))``: the material acceleration at x
+    (:meth:`_Body.at_point`) plus the change of the point it is taken at. A row held at an anchor
+    fixed in A instead (a material point) would pull that point, carried up the ball as it
+    rolls, back to the ground: a torque that spins the ball up without bound. Returns
+    ``[J | drift]`` (2, nv + 1)."""
+    JD = A.at_point(x - A.t, T)
+    vA = A.velocity(x[None])[0]
+    JD[:, -1] += T.dot(cross(A.w, xdot - vA))
+    if not B.world:
+        JD -= B.at_point(x - B.t, T)
+        vB = B.velocity(x[None])[0]
+        JD[:, -1] -= T.dot(cross(B.w, xdot - vB))
+        if tdot is not None:
+            JD[:, -1] += tdot.dot(vA - vB)
+    return JD
 
 
 def _crossk(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -447,6 +501,8 @@ class SupportPoint:
     #: ends in A's and B's joint frames; its row is the edges' distance along ``sign e_A x e_B``
     #: (see :func:`_edge_rows`), ``local_a``/``local_o`` the crossing's closest points
     edges: tuple | None = None
+    #: a ball of A on a ball of B: B's radius (m); ``local_o`` is then B's centre (its joint frame)
+    radius_b: float = 0.0
 
 
 @dataclass
@@ -508,6 +564,7 @@ class ContactHinge(Constraint):
         self._affine = None
         self._group_key = None
         self._group_cache = []
+        self.balls = False  # a ball on a ball: the normal is the centres' line, not fixed in B
         self.depth0 = 0.0  # the pair's signed distance (m, <= 0) when its support was last set
         self.shown0 = 0.0  # the penetration (m, <= 0) its support points showed then (shown_depth)
 
@@ -603,7 +660,8 @@ class ContactHinge(Constraint):
         A, B, n = sides[0]
         groups = self._groups()
         if B.world and self.mode != "slide" and len(groups) == 1 and groups[0][0] == 0 \
-                and len(groups[0][1]) == len(self.points):
+                and len(groups[0][1]) == len(self.points) and not self.balls \
+                and not (self.mode == "stick" and self._rolls):
             # the common case (a foot on the ground): A's material points on the fixed world
             _, _, la, lo, rad = groups[0]
             self._cache = _rows_on_world(A, n, la, lo, rad, self._anchor_a, self._tangents_b, self._stick_rows(),
@@ -631,9 +689,44 @@ class ContactHinge(Constraint):
         if c is not None and c[0] == self.mech._version and c[1] is self.normal_b and c[2] is self.normal_a \
                 and c[3] == self.joints:
             return c[4]
-        out = _sides(self.mech, self.joints, self.normal_b, self.normal_a)
+        if self.balls:  # the normal follows the centres' line
+            A, B = _bodies(self.mech, self.joints)
+            p = self.points[0] if self.points else self.candidates[0]
+            n = _ball_centres(A, B, p.local_a[None], p.local_o[None])[3]
+            out = ((A, B, n), (B, A, -n))
+        else:
+            out = _sides(self.mech, self.joints, self.normal_b, self.normal_a)
         self._sides_cache = (self.mech._version, self.normal_b, self.normal_a, self.joints, out)
         return out
+
+    @property
+    def _rolls(self) -> bool:
+        """A ball's point contact: its stick rows are rolling rows at the current contact point."""
+        return bool(self.points) and self.points[0].radius > 0.0
+
+    def _tangent_basis(self, B: _Body, n: np.ndarray) -> np.ndarray:
+        """The stick rows' tangents (2, 3) (world): fixed in B, or for a ball on a ball, from n."""
+        return _tangents(n) if self.balls else self._tangents_b.dot(B.R.T)
+
+    def _rolling_block(self, A: _Body, B: _Body, n: np.ndarray):
+        """:func:`_rolling_rows` of a ball on a face (n fixed in B) or on a ball (n the centres' line)."""
+        p = self.points[0]
+        c = A.point(p.local_a[None])
+        vc = A.velocity(c)[0]
+        c = c[0]
+        T = self._tangent_basis(B, n)
+        if self.balls:
+            xb = B.point(p.local_o[None])
+            dv = vc - B.velocity(xb)[0]
+            L = float(np.linalg.norm(c - xb[0]))
+            ndot = (dv - (n @ dv) * n) / L
+            tdot = None  # (their turn meets a relative velocity that the rows keep at zero)
+        else:
+            ndot = cross(B.w, n)
+            tdot = np.array([cross(B.w, t) for t in T])
+        JD = _rolling_rows(A, B, c - p.radius * n, vc - p.radius * ndot, T, tdot)
+        J = JD[:, :-1]
+        return np.zeros(2), J, JD[:, -1], J
 
     _sides_cache = None
 
@@ -654,6 +747,9 @@ class ContactHinge(Constraint):
 
     def _normal_rows(self, sides):
         u, own = self._sliding_direction(*sides[0]) if self.mode == "slide" else (None, False)
+        if self.balls:
+            p = self.points[0]
+            return _ball_rows(*sides[0][:2], p.local_a[None], p.local_o[None], p.radius, p.radius_b, u, self.mu_k, own)
         groups = self._groups()
         m = len(self.points)
         if len(groups) == 1 and groups[0][0] == 0 and len(groups[0][1]) == m:  # the common case: every point is A's
@@ -674,6 +770,8 @@ class ContactHinge(Constraint):
         return tuple(out)
 
     def _stick_block(self, A: _Body, B: _Body, n: np.ndarray, k: int):
+        if self._rolls:
+            return self._rolling_block(A, B, n)
         ra = A.R.dot(self._anchor_a)
         t = self._tangents_b.dot(B.R.T)  # (2, 3)
         # velocity-level rows (no position term): rows of two sticking bodies that are redundant
@@ -801,8 +899,8 @@ class ContactHinge(Constraint):
 
     def tangent_world(self, ft: np.ndarray) -> np.ndarray:
         """A tangential force (2,) in the hinge's tangent basis as a world vector (3,)."""
-        R = self.mech.data.oMi[self.joints[1]].rotation if self.joints[1] else np.eye(3)
-        return ft @ (self._tangents_b @ R.T)
+        A, B, n = self.sides()[0]
+        return ft @ self._tangent_basis(B, n)
 
     def shown_depth(self) -> float:
         """The deepest penetration (m, <= 0) its support points show: their normal rows' gaps
@@ -888,6 +986,7 @@ class _PairContact:
     spare: list[SupportPoint] = field(default_factory=list)
     faces: tuple = (None, None)
     normal_a: np.ndarray | None = None
+    balls: bool = False
 
 
 def _se3_to_tf(M: pin.SE3) -> coal.Transform3s:
@@ -918,7 +1017,8 @@ class _Geometry:
         ga, gb = self.objs[ia].geometry, self.objs[ib].geometry
         options = []
         for a, b, sa, sb in ((ia, ib, ga, gb), (ib, ia, gb, ga)):
-            if isinstance(sa, self.SUPPORTED_A) and isinstance(sb, self.SUPPORTED_B):
+            if isinstance(sa, self.SUPPORTED_A) and isinstance(sb, self.SUPPORTED_B) or \
+                    isinstance(sa, coal.Sphere) and isinstance(sb, coal.Sphere):
                 fixed = self.objs[b].parentJoint == 0 or isinstance(sb, coal.Halfspace)
                 options.append((not fixed, (a, b)))
         return min(options)[1] if options else None
@@ -932,6 +1032,8 @@ class _Geometry:
         gd = self.world.gdata
         Ma, Mb = gd.oMg[ia], gd.oMg[ib]
         sa, sb = self.objs[ia].geometry, self.objs[ib].geometry
+        if isinstance(sb, coal.Sphere):
+            return self._balls(pair, ia, ib, sa, sb, Ma, Mb)
         req = coal.CollisionRequest()
         req.security_margin = self.touch_distance
         req.num_max_contacts = 1
@@ -950,6 +1052,21 @@ class _Geometry:
         if swap:
             ia, ib, sa, sb, Ma, Mb = ib, ia, sb, sa, Mb, Ma
         return self._build(pair, ia, ib, sa, sb, Ma, Mb, n, pts)
+
+    def _balls(self, pair, ia, ib, sa, sb, Ma, Mb) -> _PairContact | None:
+        """A ball on a ball: one support point, A's centre, held at ``ra + rb`` from B's centre."""
+        d = Ma.translation - Mb.translation
+        L = float(np.linalg.norm(d))
+        ra, rb = float(sa.radius), float(sb.radius)
+        if L - ra - rb > self.touch_distance or L == 0.0:
+            return None
+        ja, jb = self.objs[ia].parentJoint, self.objs[ib].parentJoint
+        data = self.world.data
+        Ja = data.oMi[ja] if ja else pin.SE3.Identity()
+        Jb = data.oMi[jb] if jb else pin.SE3.Identity()
+        point = SupportPoint(Ja.actInv(Ma.translation), Jb.actInv(Mb.translation), ra, radius_b=rb)
+        return _PairContact(pair, (self.objs[ia].name, self.objs[ib].name), (ja, jb), Jb.rotation.T @ (d / L),
+                            [point], "point", balls=True)
 
     def _snap_normal(self, n, sa, Ma, sb, Mb):
         """Use the exact face normal of the box whose face is in contact (B's, or A's with roles swapped)."""
@@ -1494,7 +1611,20 @@ class ContactSource(EventSource):
         return h._watch
 
     def max_step(self, sim, t, q, v):
-        return self.world.time_to_contact(q, v, exclude=set(self.hinges))
+        return self.world.time_to_contact(q, v, exclude=set(self.hinges), a=sim._a)
+
+    def after_step(self, sim) -> None:
+        """The control-phase hook: crossing points follow their edges; and after a handler (a
+        velocity jump: a lock, another source's impact), a touching pair without a hinge that now
+        approaches is an impact at that instant (its distance guard, already <= 0, shows none)."""
+        handled = sim._restart
+        self.follow_crossings(sim)
+        if not handled:
+            return
+        d = self.world.distances(sim.q)
+        near = [k for k in np.flatnonzero(d <= self.touch_distance).tolist() if k not in self.hinges]
+        if near and min(c.normal_velocity for c in self.world.contacts(sim.q, sim.v, which=near)) < -self.impact_velocity:
+            self.update(sim)
 
     def follow_crossings(self, sim) -> None:
         """After a step: move each crossing support point to where its two edges now cross.
@@ -1607,6 +1737,14 @@ class ContactSource(EventSource):
             stick = [h._rows()[1][len(h.points):][h._stick_mask()] for h in sticking]
             held = np.vstack(fixed + stick) if fixed or stick else None
             res = resolve_impact(M, J, sim.v, e, self.law, bilateral=held, where=where)
+            # a bounce leaving slower than rest_velocity ends the bounces (their accumulation point
+            # is within 2 u / (|a_n| (1 - e))): plastic, so the pair rests in a hinge with no
+            # normal velocity left (which would lift it off the ground before the rows pulled it back)
+            ua = J @ res.v
+            slow = (e > 0.0) & (ua > self.impact_velocity) & (ua <= self.rest_velocity) & (res.impulses[:len(e)] > 0.0)
+            if slow.any():
+                e = np.where(slow, 0.0, e)
+                continue
             slipping = self._impulse_outside_cone(res.impulses, owners, len(J), sum(len(f) for f in fixed), sticking, stick)
             if slipping is None:
                 break
@@ -1679,6 +1817,7 @@ class ContactSource(EventSource):
 
     def _reshape(self, h: ContactHinge, g: _PairContact, idx: list[int]) -> None:
         h.joints, h.geoms, h.normal_b, h.normal_a = g.joints, g.geoms, g.normal_b, g.normal_a
+        h.balls = g.balls
         h._tangents_b = _tangents(g.normal_b)
         h.candidates = [g.points[i] for i in idx]
         h.points, h.dependent = list(h.candidates), []
@@ -2055,7 +2194,15 @@ def enable_contacts(sim, friction=None, restitution=0.0, pairs: Sequence[tuple[s
     world = CollisionWorld(sim.mech, pairs=pairs, filter=filter)
     options.setdefault("tolerance", min(sim.event_tolerance, 1e-9))
     src = ContactSource(world, friction, restitution, **options)
+    unsupported = [k for k in range(len(world)) if src.geometry.roles(k) is None]
+    if unsupported:
+        objs = src.geometry.objs
+        names = ", ".join(f"{a}/{b} ({type(objs[ia].geometry).__name__}/{type(objs[ib].geometry).__name__})"
+                          for k in unsupported for (a, b), (ia, ib) in [(world.names[k], world.pair_indices[k])])
+        raise ModelError(f"enable_contacts: no continuous contact model for the pairs {names}: contacts hold "
+                         f"boxes and balls on boxes and half-spaces, and balls on balls; leave those pairs out "
+                         f"(pairs=, filter=) or watch them with impacts alone (sim.enable_impacts)")
     sim.add_source(src)
-    sim.control_phase.append(src.follow_crossings)
+    sim.control_phase.append(src.after_step)
     src.update(sim)
     return src
