@@ -8,12 +8,19 @@ bench/results/contact.json. ``--quick`` runs shorter simulations; ``--only TEXT`
 """
 from __future__ import annotations
 
-import argparse
-import sys
-import time
-from pathlib import Path
+import os
 
-import numpy as np
+# the project's own setting (controlkit/__init__.py), made before numpy loads: one BLAS thread
+# (a threaded BLAS on a loaded 2-core machine took 0.1 s per 120 x 120 solve, 100x one thread's)
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 

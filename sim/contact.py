@@ -79,7 +79,8 @@ from controlkit.vec3 import cross
 
 from .collision import CollisionWorld, PairFilter
 from .events import VELOCITY, EventSource
-from .impact import LAWS, RestitutionTable, resolve_impact
+from .impact import LAWS, ImpactError, RestitutionTable, resolve_impact
+from .stabilization import project_velocities
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 
@@ -698,6 +699,12 @@ class ContactHinge(Constraint):
             out = _sides(self.mech, self.joints, self.normal_b, self.normal_a)
         self._sides_cache = (self.mech._version, self.normal_b, self.normal_a, self.joints, out)
         return out
+
+    def _slips(self, v: np.ndarray, tol: float = 1e-9) -> bool:
+        """Whether its held stick rows see a relative motion (``|J v| > tol``, m/s or rad/s) at v."""
+        k = len(self.points)
+        J = self.jacobian()[k:]
+        return bool(len(J)) and float(np.abs(J @ v).max()) > tol
 
     @property
     def _rolls(self) -> bool:
@@ -1466,6 +1473,7 @@ class ContactSource(EventSource):
         # pairs whose contact broke while they still touched -> their distance then (m, <= 0)
         self._grace: dict[int, float] = {}
         self.support_solves: list[float] = []  # wall time (s) of each support-set solve
+        self._stuck: list[ContactHinge] = []  # sticking hinges that still slipped at the last update
         self.impacts = 0
 
     # --------------------------------------------------------------- guards
@@ -1611,7 +1619,8 @@ class ContactSource(EventSource):
         return h._watch
 
     def max_step(self, sim, t, q, v):
-        return self.world.time_to_contact(q, v, exclude=set(self.hinges), a=sim._a)
+        return self.world.time_to_contact(q, v, exclude=set(self.hinges), a=sim._a,
+                                          horizon=max(sim.dt, sim._h_adapt or 0.0))
 
     def after_step(self, sim) -> None:
         """The control-phase hook: crossing points follow their edges; and after a handler (a
@@ -1695,12 +1704,43 @@ class ContactSource(EventSource):
         geo = {k: g for k, g in geo.items() if g is not None}
         self._impact(sim, geo)
         self._establish(sim, geo)
+        self._settle(sim)
         # the guards count from the distances here (q is unchanged): broken pairs and hinged ones;
         # a broken pair hinged again is watched through its hinge alone (its offset counted once)
         self._grace = {k: min(float(d[k]), 0.0) for k in self._grace if k not in self.hinges}
         for k, h in self.hinges.items():
             h.depth0 = min(float(d[k]), 0.0)
             h.shown0 = h.shown_depth()
+
+    def rest_speed(self, mech) -> float:
+        """The separating speed (m/s) below which a bounce ends in rest: ``rest_velocity``, or
+        ``sqrt(2 g slack)`` when larger (g the gravity's magnitude): a bounce that cannot rise by
+        more than the penetration tolerance would land back inside the tolerance band, and the
+        next watched crossing lies one tolerance deeper (a box bouncing by micrometres sank by
+        the tolerance at every bounce)."""
+        g = float(np.linalg.norm(mech.model.gravity.linear))
+        return max(self.rest_velocity, math.sqrt(2.0 * g * self.slack))
+
+    def _settle(self, sim) -> None:
+        """Hold what the hinges now hold: the velocity's M-weighted projection onto ``J v = 0`` of
+        every held row (an impulse, so kinetic energy can only drop).
+
+        Done when a sticking hinge still slips: it begins to stick while its points slip at up to
+        ``stick_velocity`` (and an edge or face may still turn about its normal); left to the rows'
+        velocity feedback, that slip is taken out over ~1/kv s by the static friction forces,
+        which do work on the bodies: a box sticking while it turned at 0.05 rad/s gained 0.15 W.
+        (Every held row takes part, so the others stay held.)"""
+        mech = sim.mech
+        cons = list(mech.constraints.values())
+        if not self._stuck:
+            return
+        mech.set_state(sim.q, sim.v, check=False)
+        J = np.vstack([c.jacobian() for c in cons if c.size])
+        if not len(J) or float(np.abs(J @ sim.v).max()) == 0.0:
+            return
+        sim.v = project_velocities(mech, cons, sim.q, sim.v)
+        mech.set_state(sim.q, sim.v, check=False)
+        sim.set_state()
 
     def _point_rows(self, sim, geo):
         """Normal rows (k, nv), normal velocities (k,) and owners of every candidate point."""
@@ -1731,17 +1771,27 @@ class ContactSource(EventSource):
         # so do sticking contacts' tangential rows (impulsive stick: a foot standing on the ground
         # does not slide when the other one strikes), where the impulse stays inside the cone
         sticking = [h for h in self.hinges.values() if h.mode == "stick" and h._stick_rows()]
+        was_sticking = list(sticking)
         names = ", ".join(f"{geo[k].geoms[0]}/{geo[k].geoms[1]}" for k in geo)
         where = f"t = {sim.t:.9g} s, impact of {names}"
         while True:
             stick = [h._rows()[1][len(h.points):][h._stick_mask()] for h in sticking]
             held = np.vstack(fixed + stick) if fixed or stick else None
-            res = resolve_impact(M, J, sim.v, e, self.law, bilateral=held, where=where)
-            # a bounce leaving slower than rest_velocity ends the bounces (their accumulation point
+            try:
+                res = resolve_impact(M, J, sim.v, e, self.law, bilateral=held, where=where)
+            except ImpactError:
+                if not sticking:
+                    raise
+                # no impulses hold every sticking hinge (their rows and the resting points' depend
+                # on each other and disagree: boxes landing together, stuck side by side): they
+                # slide through the impact, as when their impulse leaves the friction cone
+                sticking = []
+                continue
+            # a bounce leaving slower than the rest speed ends the bounces (their accumulation point
             # is within 2 u / (|a_n| (1 - e))): plastic, so the pair rests in a hinge with no
             # normal velocity left (which would lift it off the ground before the rows pulled it back)
             ua = J @ res.v
-            slow = (e > 0.0) & (ua > self.impact_velocity) & (ua <= self.rest_velocity) & (res.impulses[:len(e)] > 0.0)
+            slow = (e > 0.0) & (ua > self.impact_velocity) & (ua <= self.rest_speed(mech)) & (res.impulses[:len(e)] > 0.0)
             if slow.any():
                 e = np.where(slow, 0.0, e)
                 continue
@@ -1759,6 +1809,17 @@ class ContactSource(EventSource):
         self.impacts += 1
         sim.v = res.v
         mech.set_state(sim.q, sim.v, check=False)
+        u1 = J @ res.v
+        for h in was_sticking:
+            # slid through the impact and still resting on all its points: it slides on (held as
+            # sticking, its slip would be stopped by static friction doing work, or impulsively);
+            # a hinge tipping off some points is chosen again by the support pass
+            if h not in sticking and all(u1[i] <= self.rest_velocity for i, (k, _) in enumerate(owners) if k == h.pair):
+                vt = h.tangential_velocity()
+                if np.linalg.norm(vt) > self.stick_velocity:
+                    h.mode, h.slide_dir = "slide", _unit(vt)
+                    h.version += 1
+                    h._cache_version = -1
 
     @staticmethod
     def _impulse_outside_cone(impulses, owners, npoints, nfixed, sticking, stick) -> "ContactHinge | None":
@@ -1802,6 +1863,9 @@ class ContactSource(EventSource):
                 break
         for k, h in list(self.hinges.items()):
             self._log_change(sim, h, old.get(k))
+        # sticking hinges whose stick rows still see a slip (a stick begun at up to stick_velocity,
+        # an edge or face still turning about its normal): what _settle takes out
+        self._stuck = [h for h in self.hinges.values() if h.mode == "stick" and not h.controlled and h._slips(sim.v)]
         sim.set_state()
 
     def _new_hinge(self, sim, g: _PairContact) -> ContactHinge:

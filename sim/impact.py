@@ -215,9 +215,36 @@ def _simultaneous(M, J, v, u0, e, where):
     try:
         sol = quadprog.solve_qp(M, M @ v, J.T.copy(), r, 0)
     except ValueError as exc:
-        raise ImpactError(f"{where}: the simultaneous impact problem has no solution ({exc})") from exc
+        return _dual_impact(M, J, np.zeros((0, len(v))), v, r, where, exc)[: len(J)]
     lam = np.maximum(np.asarray(sol[4], dtype=float), 0.0)
     return lam
+
+
+def _dual_impact(M, J, B, v, r, where, exc) -> np.ndarray:
+    """The impulses ``[Lambda (k,) >= 0; mu (b,)]`` of the impact problem in impulse space, for when
+    quadprog's primal solve fails on degenerate rows (many resting points whose rows depend on each
+    other and on the bilateral rows: boxes touching side by side as they land together).
+
+    ``min 1/2 x^T (D + eps I) x + x^T (G v - [r; 0])``, ``D = G M^-1 G^T``, ``G = [J; B]``, with
+    ``Lambda >= 0``: always feasible; eps (1e-13 of D's trace) picks the least-norm impulses among
+    equivalent ones. Raises :class:`ImpactError` if the velocity it gives misses the constraints."""
+    G = np.vstack([J, B])
+    W = sla.cho_solve(sla.cho_factor(M, check_finite=False), G.T, check_finite=False)
+    D = G @ W
+    D = 0.5 * (D + D.T) + 1e-13 * max(float(np.trace(D)), 1e-300) * np.eye(len(G))
+    b = np.concatenate([r, np.zeros(len(B))]) - G @ v
+    k = len(J)
+    C = np.eye(len(G))[:, :k]  # Lambda >= 0
+    try:
+        x = np.asarray(quadprog.solve_qp(D, b, C, np.zeros(k), 0)[0], dtype=float)
+    except ValueError as exc2:
+        raise ImpactError(f"{where}: the simultaneous impact problem has no solution ({exc}; {exc2})") from exc2
+    w = v + W @ x
+    tol = 1e-6 * float(np.abs(G @ v).max(initial=0.0)) + 1e-9  # m/s
+    if (J @ w < r - tol).any() or (len(B) and np.abs(B @ w).max() > tol):
+        raise ImpactError(f"{where}: the simultaneous impact problem has no solution ({exc})")
+    x[:k] = np.maximum(x[:k], 0.0)
+    return x
 
 
 def _simultaneous_bilateral(M, J, B, v, e, law, where) -> ImpactResult:
@@ -231,7 +258,9 @@ def _simultaneous_bilateral(M, J, B, v, e, law, where) -> ImpactResult:
     try:
         sol = quadprog.solve_qp(M, M @ v, C, np.concatenate([np.zeros(len(keep)), r]), len(keep))
     except ValueError as exc:
-        raise ImpactError(f"{where}: the simultaneous impact problem has no solution ({exc})") from exc
+        x = _dual_impact(M, J, B, v, r, where, exc)
+        v1 = v + sla.cho_solve(sla.cho_factor(M, check_finite=False), np.vstack([J, B]).T @ x, check_finite=False)
+        return ImpactResult(v1, x, u0, J @ v1, e, 0, 0.5 * float(v @ M @ v), 0.5 * float(v1 @ M @ v1), law)
     mult = np.asarray(sol[4], dtype=float)
     impulses = np.zeros(len(J) + len(B))
     impulses[:len(J)] = np.maximum(mult[len(keep):], 0.0)
@@ -295,7 +324,8 @@ class ImpactSource(EventSource):
     def max_step(self, sim, t, q, v):
         if not self.anti_tunnelling:
             return np.inf
-        return self.world.time_to_contact(q, v, velocity_tolerance=self.velocity_tolerance, a=sim._a)
+        return self.world.time_to_contact(q, v, velocity_tolerance=self.velocity_tolerance, a=sim._a,
+                                          horizon=max(sim.dt, sim._h_adapt or 0.0))
 
     def touching(self, sim) -> None:
         """A control-phase hook: at the start and after any handler (a velocity jump), a pair that
