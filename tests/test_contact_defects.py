@@ -174,3 +174,18 @@ def test_an_impact_only_pair_is_a_model_error_at_enable_contacts():
     sim = Simulator(b.mechanism, b.q0, b.v0, dt=1e-3)
     with pytest.raises(ModelError, match="ground/rod \\(Halfspace/Cylinder\\)"):
         enable_contacts(sim, pairs=[("ball", "ground"), ("rod", "ground")])
+
+
+# --------------------------------------------------------- 5. many bodies
+def test_boxes_dropped_side_by_side_land_and_lie_still():
+    # 8 boxes 2 cm apart dropped from 5 cm (e = 0.3): their bounces accumulate like the ball's and
+    # used to carry them through the ground (3.2 m deep after 1 s); they land, rest in their
+    # contacts and make no more events
+    b = scenes.box_row(8)
+    sim = Simulator(b.mechanism, b.q0, b.v0, dt=1e-3, integrator="rk4")
+    enable_contacts(sim, friction=(0.5, 0.4), restitution=0.3)
+    rec = sim.run(1.0)
+    assert _deepest(b.mechanism, rec) >= -1e-4
+    assert len([e for e in rec.events if e.time > 0.5]) / 0.5 < 20
+    assert [e.kind for e in rec.events].count("contact_made") == 8
+    assert np.abs(rec.v[-1]).max() < 1e-6
