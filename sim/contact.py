@@ -1055,6 +1055,10 @@ class _Geometry:
         patch = pres.getContactPatch(0)
         n = -np.asarray(patch.getNormal(), dtype=float)  # coal: from shape 1 (A) to shape 2 (B)
         pts = [np.asarray(patch.getPoint(k), dtype=float) for k in range(patch.size())]
+        if isinstance(sa, coal.Sphere) and isinstance(sb, coal.Box):
+            exact = _ball_on_box_normal(Ma.translation, sb, Mb)
+            if exact is not None:  # (a centre inside the box keeps the face's normal)
+                return self._build(pair, ia, ib, sa, sb, Ma, Mb, exact, pts)
         n, swap = self._snap_normal(n, sa, Ma, sb, Mb)
         if swap:
             ia, ib, sa, sb, Ma, Mb = ib, ia, sb, sa, Mb, Ma
@@ -1222,6 +1226,20 @@ class _Geometry:
         axes = np.array([Mb.rotation[:, i] for i in others])
         R = Jb.rotation.T
         return _Face(Jb.actInv(center), axes @ R.T, h[others])
+
+
+def _ball_on_box_normal(c: np.ndarray, box: coal.Box, M: pin.SE3) -> np.ndarray | None:
+    """The unit normal (world) from a box's nearest point towards a ball's centre c (m, world),
+    None when c is inside the box. On a face it is the face's normal; over an edge or a corner it
+    points from that edge or corner (a face's normal there would let the ball sink into the edge
+    while its row held it on the face's plane)."""
+    local = M.rotation.T @ (c - M.translation)
+    h = np.asarray(box.halfSide)
+    d = local - np.clip(local, -h, h)
+    nd = float(np.linalg.norm(d))
+    if nd == 0.0:
+        return None
+    return M.rotation @ (d / nd)
 
 
 def _box_edges(box: coal.Box, M: pin.SE3) -> np.ndarray:
