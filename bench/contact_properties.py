@@ -63,7 +63,7 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         out = run_drop(drop_case(seed), seconds=args.seconds)
         out["wall s"] = time.perf_counter() - t0
-        out["ok"] = out["deepest"] >= -1e-4 and out["energy_rise"] <= 1e-9 and (out["error"] is None or out["error_is_controlkit"])
+        out["ok"] = bool(out["deepest"] >= -1e-4 and out["energy_rise"] <= 1e-9 and (out["error"] is None or out["error_is_controlkit"]))
         drops.append(out)
         print(f"  drop {seed}: {'ok' if out['ok'] else 'FAILS'}", flush=True)
     cradles = [run_cradle(cradle_case(100 + s)) for s in range(1, args.cradles + 1)]

@@ -73,7 +73,7 @@ def run_drop(case: dict, seconds: float = 1.0, dt: float = 1e-3) -> dict:
             k += 1
             ref = E  # the first sample at an impact's time holds the state after it
         rise = max(rise, (E - ref) / scale)
-    return dict(seed=case.get("seed"), bodies=len(case["bodies"]), deepest=deepest, energy_rise=rise,
+    return dict(seed=case.get("seed"), bodies=len(case["bodies"]), deepest=deepest, energy_rise=float(rise),
                 events=len(rec.events), sim_time=sim.t, error=error, error_is_controlkit=ours)
 
 
