@@ -36,6 +36,10 @@ __all__ = [
     "brick_stack",
     "friction_block",
     "block_on_block",
+    "ball_on_slope",
+    "free_bodies",
+    "sphere_column",
+    "box_row",
 ]
 
 _GROUND = (0.5, 0.55, 0.5, 1.0)
@@ -281,3 +285,91 @@ def block_on_block(
     built = s.build()
     built.info.update(mu_static=mu_static, mu_kinetic=mu_kinetic, edge_x=large[0] / 2)
     return built
+
+
+def ball_on_slope(
+    angle: float = 0.3,
+    radius: float = 0.1,
+    mass: float = 1.0,
+) -> BuiltMechanism:
+    """A ``ball`` (radius m, mass kg) resting on a ``slope`` inclined by ``angle`` (rad) about y.
+
+    The slope is a half-space through the origin with normal (sin a, 0, cos a), downhill
+    toward +x; the ball touches it above the origin, at rest. ``info``: ``angle``, ``normal``,
+    ``downhill`` (unit vectors). A solid ball rolls without slipping, accelerating at
+    5/7 g sin(a), while tan(a) <= 7/2 mu_static; it slides otherwise.
+    """
+    if not (0.0 <= angle < math.pi / 2):
+        raise ModelError(f"ball_on_slope: angle must be in [0, pi/2) rad, got {angle!r}")
+    R = pin.exp3(np.array([0.0, angle, 0.0]))
+    s = Scene("ball_on_slope")
+    g, gp = ground_body("slope", tilt=R)
+    s.add(g, gp, fixed=True)
+    s.add(_ball("ball", radius, mass, (0.85, 0.35, 0.3, 1.0), material="rubber"), R @ np.array([0.0, 0.0, radius]))
+    built = s.build()
+    built.info.update(angle=angle, normal=R[:, 2].copy(), downhill=R[:, 0].copy())
+    return built
+
+
+def free_bodies(
+    bodies: Sequence[dict],
+    *,
+    ground: bool = True,
+    gravity: Sequence[float] = (0.0, 0.0, -9.81),
+    name: str = "free_bodies",
+) -> BuiltMechanism:
+    """Boxes and balls, each on its own free-flyer, optionally over a half-space ``ground`` (top at z = 0).
+
+    Args:
+        bodies: one dict per body: ``name``; ``box`` (x, y, z sizes, m) or ``radius`` (m, a ball);
+            ``mass`` (kg, default 1); ``position`` (m, world, of the centre); ``rpy`` (rad, default 0);
+            ``velocity`` (vx, vy, vz, wx, wy, wz, world axes, m/s and rad/s; default at rest);
+            ``material`` (default ``"wood"`` for boxes, ``"steel"`` for balls).
+        ground: add the half-space ground.
+        gravity: m/s^2.
+    """
+    s = Scene(name, gravity=gravity)
+    if ground:
+        g, gp = ground_body()
+        s.add(g, gp, fixed=True)
+    colors = itertools.cycle([(0.8, 0.6, 0.3, 1.0), (0.6, 0.45, 0.3, 1.0), (0.75, 0.75, 0.8, 1.0)])
+    for spec in bodies:
+        spec = dict(spec)
+        bname = spec.pop("name")
+        mass = float(spec.pop("mass", 1.0))
+        pos = np.asarray(spec.pop("position"), dtype=float)
+        R = pin.rpy.rpyToMatrix(*np.asarray(spec.pop("rpy", (0.0, 0.0, 0.0)), dtype=float))
+        vel = spec.pop("velocity", None)
+        if "radius" in spec:
+            body = _ball(bname, float(spec.pop("radius")), mass, next(colors), material=spec.pop("material", "steel"))
+        elif "box" in spec:
+            body = Body(bname, cuboid(*spec.pop("box")), mass=mass, color=next(colors), material=spec.pop("material", "wood"))
+        else:
+            raise ModelError(f"free_bodies: body {bname!r} needs a 'box' size or a 'radius'")
+        if spec:
+            raise ModelError(f"free_bodies: body {bname!r}: unknown keys {sorted(spec)} (valid: name, box, radius, "
+                             f"mass, position, rpy, velocity, material)")
+        s.add(body, pin.SE3(R, pos), velocity=vel)
+    return s.build()
+
+
+def sphere_column(n: int = 12, radius: float = 0.05, mass: float = 0.5, *, drop: float = 0.01) -> BuiltMechanism:
+    """``n`` balls ``ball_1`` (bottom) .. ``ball_n`` stacked touching on the z axis, the lowest
+    ``drop`` (m) above a half-space ``ground``; radius m, mass kg each."""
+    if int(n) != n or n < 1:
+        raise ModelError(f"sphere_column: n must be a positive integer, got {n!r}")
+    return free_bodies([dict(name=f"ball_{i + 1}", radius=radius, mass=mass,
+                             position=(0.0, 0.0, drop + radius * (2 * i + 1))) for i in range(int(n))],
+                       name="sphere_column")
+
+
+def box_row(n: int = 12, size: Sequence[float] = (0.1, 0.1, 0.1), mass: float = 1.0, *, drop: float = 0.05,
+            spacing: float = 0.02) -> BuiltMechanism:
+    """``n`` boxes ``box_1`` .. ``box_n`` side by side along x, ``spacing`` (m) apart, their bottoms
+    ``drop`` (m) above a half-space ``ground``; size m, mass kg each."""
+    if int(n) != n or n < 1:
+        raise ModelError(f"box_row: n must be a positive integer, got {n!r}")
+    pitch = size[0] + spacing
+    return free_bodies([dict(name=f"box_{i + 1}", box=size, mass=mass,
+                             position=(pitch * (i - (n - 1) / 2), 0.0, drop + size[2] / 2)) for i in range(int(n))],
+                       name="box_row")

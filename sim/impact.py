@@ -224,9 +224,36 @@ def _simultaneous(M, J, v, u0, e, where):
     try:
         sol = quadprog.solve_qp(M, M @ v, J.T.copy(), r, 0)
     except ValueError as exc:
-        raise ImpactError(f"{where}: the simultaneous impact problem has no solution ({exc})") from exc
+        return _dual_impact(M, J, np.zeros((0, len(v))), v, r, where, exc)[: len(J)]
     lam = np.maximum(np.asarray(sol[4], dtype=float), 0.0)
     return lam
+
+
+def _dual_impact(M, J, B, v, r, where, exc) -> np.ndarray:
+    """The impulses ``[Lambda (k,) >= 0; mu (b,)]`` of the impact problem in impulse space, for when
+    quadprog's primal solve fails on degenerate rows (many resting points whose rows depend on each
+    other and on the bilateral rows: boxes touching side by side as they land together).
+
+    ``min 1/2 x^T (D + eps I) x + x^T (G v - [r; 0])``, ``D = G M^-1 G^T``, ``G = [J; B]``, with
+    ``Lambda >= 0``: always feasible; eps (1e-13 of D's trace) picks the least-norm impulses among
+    equivalent ones. Raises :class:`ImpactError` if the velocity it gives misses the constraints."""
+    G = np.vstack([J, B])
+    W = sla.cho_solve(sla.cho_factor(M, check_finite=False), G.T, check_finite=False)
+    D = G @ W
+    D = 0.5 * (D + D.T) + 1e-13 * max(float(np.trace(D)), 1e-300) * np.eye(len(G))
+    b = np.concatenate([r, np.zeros(len(B))]) - G @ v
+    k = len(J)
+    C = np.eye(len(G))[:, :k]  # Lambda >= 0
+    try:
+        x = np.asarray(quadprog.solve_qp(D, b, C, np.zeros(k), 0)[0], dtype=float)
+    except ValueError as exc2:
+        raise ImpactError(f"{where}: the simultaneous impact problem has no solution ({exc}; {exc2})") from exc2
+    w = v + W @ x
+    tol = 1e-6 * float(np.abs(G @ v).max(initial=0.0)) + 1e-9  # m/s
+    if (J @ w < r - tol).any() or (len(B) and np.abs(B @ w).max() > tol):
+        raise ImpactError(f"{where}: the simultaneous impact problem has no solution ({exc})")
+    x[:k] = np.maximum(x[:k], 0.0)
+    return x
 
 
 def _simultaneous_bilateral(M, J, B, v, e, law, where) -> ImpactResult:
@@ -240,7 +267,9 @@ def _simultaneous_bilateral(M, J, B, v, e, law, where) -> ImpactResult:
     try:
         sol = quadprog.solve_qp(M, M @ v, C, np.concatenate([np.zeros(len(keep)), r]), len(keep))
     except ValueError as exc:
-        raise ImpactError(f"{where}: the simultaneous impact problem has no solution ({exc})") from exc
+        x = _dual_impact(M, J, B, v, r, where, exc)
+        v1 = v + sla.cho_solve(sla.cho_factor(M, check_finite=False), np.vstack([J, B]).T @ x, check_finite=False)
+        return ImpactResult(v1, x, u0, J @ v1, e, 0, 0.5 * float(v @ M @ v), 0.5 * float(v1 @ M @ v1), law)
     mult = np.asarray(sol[4], dtype=float)
     impulses = np.zeros(len(J) + len(B))
     impulses[:len(J)] = np.maximum(mult[len(keep):], 0.0)
@@ -262,19 +291,26 @@ class ImpactSource(EventSource):
         velocity_tolerance: a contact impacts when its normal velocity is below minus this (m/s).
         max_resets: propagative law: reset budget per impact.
         anti_tunnelling: limit steps by the time to contact (see :meth:`max_step`).
+        rest_velocity: a bounce (e > 0) leaving slower than this (m/s) while the pair's normal
+            acceleration pulls it back is the accumulation point of its bounces (infinitely many
+            impacts in ``2 u / (|a_n| (1 - e))``): :class:`ImpactError`, since impacts alone cannot
+            hold the resting contact that follows (``sim.contact.enable_contacts`` does).
     """
 
     kind = VELOCITY
 
     def __init__(self, world: CollisionWorld, law: str = "propagative", restitution=1.0, *,
                  tolerance: float = 1e-9, contact_distance: float = 1e-6, velocity_tolerance: float = 1e-9,
-                 max_resets: int = 1000, anti_tunnelling: bool = True, name: str = "impacts"):
+                 max_resets: int = 1000, anti_tunnelling: bool = True, rest_velocity: float = 1e-3,
+                 name: str = "impacts"):
         if law not in LAWS:
             raise ControlkitError(f"add_impacts: law must be one of {', '.join(LAWS)}; got {law!r}")
         if tolerance <= 0:
             raise ControlkitError(f"add_impacts: tolerance must be a positive time in s, got {tolerance}")
         if contact_distance < 0 or velocity_tolerance < 0:
             raise ControlkitError("add_impacts: contact_distance (m) and velocity_tolerance (m/s) must be >= 0")
+        if not rest_velocity >= 0:
+            raise ControlkitError(f"add_impacts: rest_velocity must be >= 0 m/s, got {rest_velocity}")
         if max_resets < 1:
             raise ControlkitError(f"add_impacts: max_resets must be >= 1, got {max_resets}")
         self.world = world
@@ -285,7 +321,9 @@ class ImpactSource(EventSource):
         self.velocity_tolerance = float(velocity_tolerance)
         self.max_resets = int(max_resets)
         self.anti_tunnelling = bool(anti_tunnelling)
+        self.rest_velocity = float(rest_velocity)
         self.name = name
+        self._started = False
         self.count = 0
         self.results: list[ImpactResult] = []
 
@@ -295,7 +333,26 @@ class ImpactSource(EventSource):
     def max_step(self, sim, t, q, v):
         if not self.anti_tunnelling:
             return np.inf
-        return self.world.time_to_contact(q, v, velocity_tolerance=self.velocity_tolerance)
+        return self.world.time_to_contact(q, v, velocity_tolerance=self.velocity_tolerance, a=sim._a,
+                                          horizon=max(sim.dt, sim._h_adapt or 0.0))
+
+    def touching(self, sim) -> None:
+        """A control-phase hook: at the start and after any handler (a velocity jump), a pair that
+        touches (within ``contact_distance``) and approaches is an impact at that instant.
+
+        Guards see crossings of the distance from > 0 to <= 0 only: a pair already touching when
+        it starts to approach (bodies touching at the start, a ball resting on one that is struck
+        through another handler) would otherwise pass into the other body unseen."""
+        if self._started and not sim._restart:
+            return  # a plain step: its crossings are the guards' business
+        self._started = True
+        d = self.world.distances(sim.q)
+        near = np.flatnonzero(d <= self.contact_distance)
+        if not len(near):
+            return
+        cs = self.world.contacts(sim.q, sim.v, which=near)
+        if min(c.normal_velocity for c in cs) < -self.velocity_tolerance:
+            self.handle(sim, sim.t, near)
 
     def contact_set(self, q, v) -> list[Contact]:
         """Contacts of an impact at (q, v): every pair within ``contact_distance`` (m).
@@ -343,6 +400,27 @@ class ImpactSource(EventSource):
         self.count += 1
         self.results.append(res)
         sim.set_state(v=res.v)
+        self._accumulation(sim, t, res)
+
+    def _accumulation(self, sim, t: float, res: ImpactResult) -> None:
+        """Raise :class:`ImpactError` when a bounce leaves slower than ``rest_velocity`` while the
+        pair is pulled back together (see the class docstring)."""
+        slow = [i for i, (e, u) in enumerate(zip(res.restitution, res.normal_velocity_after))
+                if e > 0.0 and res.impulses[i] > 0.0 and 0.0 <= u <= self.rest_velocity]
+        if not slow:
+            return
+        sim.solve_now()  # the accelerations after the impact (sim._a)
+        for i in slow:
+            c = res.contacts[i]
+            an = float(c.jacobian.dot(sim._a))  # (the centripetal part left out)
+            if an < 0.0:
+                raise ImpactError(
+                    f"t = {t:.9g} s: {c.geom_a}/{c.geom_b} bounces off at {res.normal_velocity_after[i]:.3g} m/s "
+                    f"(below rest_velocity = {self.rest_velocity:g} m/s) while pulled back at {-an:.3g} m/s^2: "
+                    f"its bounces accumulate here (infinitely many impacts within "
+                    f"{2 * res.normal_velocity_after[i] / (-an * (1 - res.restitution[i])):.3g} s) and impacts alone "
+                    f"cannot hold the resting contact that follows; use sim.contact.enable_contacts(sim, "
+                    f"restitution=...) for bodies that come to rest", t, sim.recording)
 
 
 def add_impacts(sim, law: str = "propagative", restitution=1.0, pairs: Sequence[tuple[str, str]] | None = None,
@@ -358,7 +436,7 @@ def add_impacts(sim, law: str = "propagative", restitution=1.0, pairs: Sequence[
         tolerance: impact-time tolerance (s); default ``min(sim.event_tolerance, 1e-9)``.
         filter: extra pair predicate ``filter(geom_a, geom_b) -> bool``.
         options: ``contact_distance`` (m), ``velocity_tolerance`` (m/s), ``max_resets``,
-            ``anti_tunnelling``, ``name``.
+            ``anti_tunnelling``, ``rest_velocity`` (m/s), ``name``.
     Returns:
         the registered :class:`ImpactSource`.
     """
@@ -366,4 +444,5 @@ def add_impacts(sim, law: str = "propagative", restitution=1.0, pairs: Sequence[
     tol = min(sim.event_tolerance, 1e-9) if tolerance is None else tolerance
     src = ImpactSource(world, law, restitution, tolerance=tol, **options)
     sim.add_source(src)
+    sim.control_phase.append(src.touching)
     return src

@@ -1,0 +1,94 @@
+"""Random contact scenes for the property tests (tests/test_contact_properties.py) and their longer
+runs in bench/contact_properties.py: seeded generators, one run, and the measured properties."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pinocchio as pin
+
+from controlkit.errors import ControlkitError
+from robots import scenes
+from sim.collision import CollisionWorld
+from sim.contact import enable_contacts
+from sim.simulator import Simulator
+
+
+def mechanical_energy(mech, q: np.ndarray, v: np.ndarray) -> float:
+    """Kinetic plus potential energy (J) at (q, v)."""
+    m, d = mech.model, mech.model.createData()
+    return float(pin.computeKineticEnergy(m, d, q, v) + pin.computePotentialEnergy(m, d, q))
+
+
+def world_momentum(mech, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Linear momentum (kg m/s, world axes) of the whole mechanism, (3,)."""
+    m, d = mech.model, mech.model.createData()
+    pin.centerOfMass(m, d, q, v)
+    return float(d.mass[0]) * np.asarray(d.vcom[0]).copy()
+
+
+def drop_case(seed: int) -> dict:
+    """2-8 boxes and balls of random sizes (m), masses (kg), attitudes and velocities, dropped from
+    levels 0.25 m apart (no overlap at the start) onto the ground; one random e and (mu_s, mu_k)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 9))
+    bodies = []
+    for i in range(n):
+        spec = dict(name=f"body_{i}", mass=float(rng.uniform(0.2, 3.0)),
+                    position=(float(rng.uniform(-0.15, 0.15)), float(rng.uniform(-0.15, 0.15)), 0.12 + 0.25 * i),
+                    rpy=tuple(float(x) for x in rng.uniform(-math.pi, math.pi, 3)),
+                    velocity=tuple(float(x) for x in np.concatenate([rng.uniform(-0.5, 0.5, 3), rng.uniform(-2, 2, 3)])))
+        if rng.random() < 0.5:
+            spec["radius"] = float(rng.uniform(0.03, 0.08))
+        else:
+            spec["box"] = tuple(float(x) for x in rng.uniform(0.04, 0.16, 3))
+        bodies.append(spec)
+    mu_s = float(rng.uniform(0.2, 0.9))
+    return dict(seed=seed, bodies=bodies, restitution=float(rng.uniform(0.0, 0.6)), friction=(mu_s, 0.8 * mu_s))
+
+
+def run_drop(case: dict, seconds: float = 1.0, dt: float = 1e-3) -> dict:
+    """Simulate a :func:`drop_case`; returns what the properties need (errors are caught and named):
+    ``deepest`` (m, the most negative distance of any pair at any sample), ``energy_rise`` (the largest
+    rise of kinetic + potential energy over its value at the previous impact, relative to the energy
+    scale), ``events``, ``sim_time`` (s), ``error`` (text or None), ``error_is_controlkit``."""
+    b = scenes.free_bodies(case["bodies"])
+    mech = b.mechanism
+    sim = Simulator(mech, b.q0, b.v0, dt=dt, integrator="rk4")
+    error, ours = None, True
+    try:
+        enable_contacts(sim, friction=case["friction"], restitution=case["restitution"])
+        sim.run(seconds)
+    except Exception as exc:  # the property: only the project's own errors
+        error, ours = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}", isinstance(exc, ControlkitError)
+    rec = sim.recording
+    world = CollisionWorld(mech)
+    deepest = min((float(world.distances(q).min()) for q in rec.q), default=0.0)
+    energy = np.array([mechanical_energy(mech, q, v) for q, v in zip(rec.q, rec.v)])
+    scale = max(float(np.abs(energy).max(initial=0.0)), 1e-12)
+    impacts = sorted(e.time for e in rec.events if e.kind == "impact")
+    rise, ref, k = 0.0, energy[0] if len(energy) else 0.0, 0
+    for t, E in zip(rec.t, energy):
+        while k < len(impacts) and impacts[k] <= t:
+            k += 1
+            ref = E  # the first sample at an impact's time holds the state after it
+        rise = max(rise, (E - ref) / scale)
+    return dict(seed=case.get("seed"), bodies=len(case["bodies"]), deepest=deepest, energy_rise=float(rise),
+                events=len(rec.events), sim_time=sim.t, error=error, error_is_controlkit=ours)
+
+
+def cradle_case(seed: int) -> dict:
+    """3-9 balls on the x axis (random radii, masses), each gap 0 (touching) or up to 2 cm, random
+    x speeds (m/s), e = 1 or random; no gravity, no ground. Bodies ``ball_0`` .. in x order."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3, 10))
+    radii = rng.uniform(0.03, 0.07, n)
+    x, bodies = 0.0, []
+    for i in range(n):
+        if i:
+            gap = 0.0 if rng.random() < 0.5 else float(rng.uniform(0.0, 0.02))
+            x += radii[i - 1] + gap + radii[i]
+        bodies.append(dict(name=f"ball_{i}", radius=float(radii[i]), mass=float(rng.uniform(0.1, 2.0)),
+                           position=(x, 0.0, 0.0), velocity=(float(rng.uniform(-1, 1)), 0, 0, 0, 0, 0)))
+    e = 1.0 if seed % 2 else float(rng.uniform(0.0, 1.0))
+    return dict(seed=seed, bodies=bodies, e=e, seconds=0.2)
