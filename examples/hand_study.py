@@ -1,4 +1,4 @@
-"""The hand design study (thesis Fig. 1.1, 7.2): a 3- or 4-fingered hand grasps a box, a cylinder, a sphere.
+"""The hand design study (thesis Fig. 1.1, 7.2): a 3- or 4-fingered hand grasps a box or a sphere.
 
 Each grasp is the coroutine of :mod:`controllers.grasp` (approach, close until a contact event
 on each fingertip, squeeze with 1.5 N per fingertip, lift 8 cm) on :func:`robots.hand.hand`
