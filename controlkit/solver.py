@@ -1,5 +1,5 @@
 """Solving the per-step problem: direct when determinate, least squares with costs,
-quadprog when there are inequalities.
+a QP (:mod:`controlkit.qp`, quadprog by default) when there are inequalities.
 
 The motion equations ``M a + bias = S^T tau + Jc^T lam`` are always solvable
 for ``a`` (M is positive definite), so they are eliminated first:
@@ -16,7 +16,7 @@ remaining equalities, costs and inequalities are then posed on ``y`` alone.
   then the least sum of squared constraint forces (joints nobody controls are
   passive). With ``underdetermined="raise"`` an :class:`UnderdeterminedError`
   says how many unknowns are free.
-- Inequalities: quadprog on the null space of the equalities; infeasible sets
+- Inequalities: a QP (:func:`controlkit.qp.solve_qp`) on the null space of the equalities; infeasible sets
   raise :class:`SolverError` carrying the problem.
 """
 from __future__ import annotations
@@ -26,12 +26,12 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-import quadprog
 import scipy.linalg as sla
 from scipy.linalg import lapack
 
 from .equations import Problem
-from .errors import InconsistentEquationsError, SolverError, UnderdeterminedError
+from .errors import InconsistentEquationsError, QPError, SolverError, UnderdeterminedError
+from .qp import solve_qp
 
 RANK_TOL = 1e-10  # singular values below RANK_TOL * largest count as zero
 RESIDUAL_TOL = 1e-8  # equality residual (relative to 1 + |b|) above this is a conflict
@@ -53,7 +53,25 @@ class Solution:
     undetermined: np.ndarray | None = None
 
 
-def _reduce(p: Problem):
+@dataclass
+class Reduction:
+    """The motion equations solved for the accelerations: ``a = P y + p0``, with y the torques and
+    forces not directly assigned.
+
+    Attributes:
+        P: (nv, ny) the accelerations per unit of each free unknown.
+        p0: (nv,) the accelerations with every free unknown zero (assigned ones at their values).
+        free: (nw,) bool over the torques and forces w = (tau, lam): which are free (in y).
+        wF: (nw,) the assigned values (zero where free).
+    """
+
+    P: np.ndarray
+    p0: np.ndarray
+    free: np.ndarray
+    wF: np.ndarray
+
+
+def _reduce(p: Problem) -> Reduction:
     """Eliminate a with the motion equations; return the maps for y (free torques and forces)."""
     L = p.layout
     nv, nx = L.nv, L.nx
@@ -69,7 +87,7 @@ def _reduce(p: Problem):
         np.negative(p.bias, out=X[:, nw])
         X = msolve(X)
         free, wF = _nothing_assigned(nw)
-        return X[:, :nw], X[:, nw], free, wF
+        return Reduction(X[:, :nw], X[:, nw], free, wF)
     wF = np.zeros(nw)
     free = np.ones(nw, dtype=bool)
     fixed_cols = np.concatenate([c for _, c, _ in p.fixed])
@@ -86,7 +104,7 @@ def _reduce(p: Problem):
     X[:, :ny] = B[:, free]
     X[:, ny] = B.dot(wF) - p.bias
     X = msolve(X)
-    return X[:, :ny], X[:, ny], free, wF
+    return Reduction(X[:, :ny], X[:, ny], free, wF)
 
 
 _UNASSIGNED: dict[int, tuple[np.ndarray, np.ndarray]] = {}
@@ -189,11 +207,12 @@ def _dense_mass_solve(M):
     return lambda b: sla.cho_solve(chol, b, check_finite=False)
 
 
-def _reduce_rows(Aa, Aw, b, P, p0, free, wF, nv):
+def _reduce_rows(Aa, Aw, b, red: Reduction):
     """Rows ``Aa a + Aw w = b`` in y: ``Aa P + Aw[:, free]``, ``b - Aa p0 - Aw wF`` (None blocks are zero).
 
     The returned E may be ``Aw`` itself (shared): read it, do not write it.
     """
+    P, p0, free, wF = red.P, red.p0, red.free, red.wF
     everything = len(free) == P.shape[1]  # every torque and force free (nothing assigned): no selection
     if Aa is None:
         if Aw is None:
@@ -210,11 +229,11 @@ def _reduce_rows(Aa, Aw, b, P, p0, free, wF, nv):
     return E, f
 
 
-def _stack(rows, P, p0, free, wF, nv, ny):
+def _stack(rows, red: Reduction, ny):
     """Stacked rows (:class:`~controlkit.equations.Rows`) in y, weighted for costs: (E, f)."""
     if not len(rows):
         return np.zeros((0, ny)), np.zeros(0)
-    E, f = _reduce_rows(rows.Aa, rows.Aw, rows.b, P, p0, free, wF, nv)
+    E, f = _reduce_rows(rows.Aa, rows.Aw, rows.b, red)
     if rows.weight is not None:
         w = rows.weight
         E, f = w[:, None] * E, w * f
@@ -327,7 +346,7 @@ def solve(p: Problem, method: str = "auto") -> Solution:
 
     Args:
         p: the problem.
-        method: ``"auto"``; ``"qp"`` forces quadprog even for equality-only problems
+        method: ``"auto"``; ``"qp"`` forces the QP solver even for equality-only problems
             (for checking one method against the other).
     """
     try:
@@ -339,7 +358,6 @@ def solve(p: Problem, method: str = "auto") -> Solution:
 
 def _solve(p: Problem, method: str) -> Solution:
     L = p.layout
-    nv = L.nv
     eq_spans = p.eq_rows.spans
     if method == "auto" and not (p.cost_rows.spans or p.ineq_rows.spans):
         if not eq_spans:
@@ -348,9 +366,10 @@ def _solve(p: Problem, method: str) -> Solution:
             sol = _constrained_forward(p)
             if sol is not None:
                 return sol
-    P, p0, free, wF = _reduce(p)
-    ny = P.shape[1]
-    E, f = _stack(p.eq_rows, P, p0, free, wF, nv, ny)
+    red = _reduce(p)
+    free = red.free
+    ny = red.P.shape[1]
+    E, f = _stack(p.eq_rows, red, ny)
     y, r, U, N = _min_norm(E, f) if E.shape[0] else (np.zeros(ny), 0, np.zeros((0, 0)), np.eye(ny))
     if E.shape[0]:
         res = E.dot(y) - f
@@ -374,13 +393,13 @@ def _solve(p: Problem, method: str) -> Solution:
     tau_rows = np.flatnonzero(free[: L.ntau]) if p.fixed else _all_rows(L.ntau)
     if p.ineq_rows.spans or method == "qp":
         if not p.default_cost:
-            _complete(p, P, p0, free, wF, y, N, tau_rows)  # raises if the costs leave motion free
-        y = _qp(p, P, p0, free, wF, y, N, E, f, method, tau_rows)
-        return _unpack(p, P, p0, free, wF, y, np.zeros((ny, 0)), "qp")
+            _complete(p, red, y, N, tau_rows)  # raises if the costs leave motion free
+        y = _qp(p, red, y, N, E, f, method, tau_rows)
+        return _unpack(p, red, y, np.zeros((ny, 0)), "qp")
     undetermined = None
     if N.shape[1]:
-        y, N, solver, undetermined = _complete(p, P, p0, free, wF, y, N, tau_rows)
-    sol = _unpack(p, P, p0, free, wF, y, N, solver)
+        y, N, solver, undetermined = _complete(p, red, y, N, tau_rows)
+    sol = _unpack(p, red, y, N, solver)
     sol.undetermined = undetermined
     return sol
 
@@ -406,13 +425,13 @@ def _motion_free(P, N, tau_rows):
     return int(np.sum(sv > 1e-9 * max(1.0, np.abs(P).max(initial=0.0))))
 
 
-def _complete(p, P, p0, free, wF, y, N, tau_rows):
+def _complete(p, red: Reduction, y, N, tau_rows):
     """Fix the directions the equalities leave free: costs, then regularizations, then the default (or raise)."""
-    nv = p.layout.nv
+    P = red.P
     solver = "direct"
     for rows in (p.cost_rows, p.reg_rows):
         if rows is not None and rows.spans and N.shape[1]:
-            C, d = _stack(rows, P, p0, free, wF, nv, P.shape[1])
+            C, d = _stack(rows, red, P.shape[1])
             z, r, _, K = _min_norm(C.dot(N), d - C.dot(y))
             y, N = y + N.dot(z), N.dot(K)
             solver = "lstsq"
@@ -443,23 +462,22 @@ def _default_weights(ny, tau_rows):
     return D
 
 
-def _qp(p, P, p0, free, wF, y0, N, E, f, method, tau_rows):
-    """quadprog on z with y = y0 + N z (or, for method='qp', on y with equality rows)."""
-    nv, ny = p.layout.nv, P.shape[1]
-    G, g = _stack(p.ineq_rows, P, p0, free, wF, nv, ny)
-    C, d = _stack(p.cost_rows, P, p0, free, wF, nv, ny)
+def _qp(p, red: Reduction, y0, N, E, f, method, tau_rows):
+    """The QP (:func:`controlkit.qp.solve_qp`) on z with y = y0 + N z (or, for method='qp', on y
+    with equality rows)."""
+    ny = red.P.shape[1]
+    G, g = _stack(p.ineq_rows, red, ny)
+    C, d = _stack(p.cost_rows, red, ny)
     if method == "qp":
         # the whole problem in y: cost (user + default), independent equality rows
         H = C.T @ C if C.size else np.zeros((ny, ny))
         c = C.T @ d if C.size else np.zeros(ny)
-        R, r = _stack(p.reg_rows, P, p0, free, wF, nv, ny) if p.reg_rows is not None else (np.zeros((0, ny)), None)
+        R, r = _stack(p.reg_rows, red, ny) if p.reg_rows is not None else (np.zeros((0, ny)), None)
         H, c = _with_default(H, c, lambda: (np.diag(_default_weights(ny, tau_rows)), np.zeros(ny)),
                              (lambda: (R, r)) if len(R) else None)
         rows = _independent_rows(E)
-        Aeq, beq = E[rows], f[rows]
-        Cq = np.vstack([Aeq, -G]).T if (Aeq.size or G.size) else np.zeros((ny, 0))
-        bq = np.concatenate([beq, -g])
-        return _call_quadprog(p, H, c, Cq, bq, len(rows))
+        # (c is the cost's gradient with a minus sign: the QP's linear term is -c)
+        return _call_qp(p, H, -c, E[rows], f[rows], G, g)
     if N.shape[1] == 0:
         if G.size and np.any(G @ y0 - g > 1e-9 * (1 + np.abs(g))):
             _raise_infeasible(p, G @ y0 - g)
@@ -478,7 +496,7 @@ def _qp(p, P, p0, free, wF, y0, N, E, f, method, tau_rows):
         return (N.T * Dy).dot(N), -N.T.dot(Dy * y0)  # N^T diag(D) N, without forming diag(D)
 
     def regularization():
-        R, r = _stack(p.reg_rows, P, p0, free, wF, nv, ny)
+        R, r = _stack(p.reg_rows, red, ny)
         return R.dot(N), r - R.dot(y0)
 
     has_reg = p.reg_rows is not None and bool(p.reg_rows.spans)
@@ -486,7 +504,7 @@ def _qp(p, P, p0, free, wF, y0, N, E, f, method, tau_rows):
     GN, slack = G.dot(N), g - G.dot(y0)  # the inequalities on z: GN z <= slack
     z = _inside(H, c, GN, slack)
     if z is None:
-        z = _call_quadprog(p, H, c, -GN.T, -slack, 0)
+        z = _call_qp(p, H, -c, None, None, GN, slack)
     return y0 + N.dot(z)
 
 
@@ -657,11 +675,12 @@ def _independent_rows(E):
     return np.sort(piv[:r])
 
 
-def _call_quadprog(p, H, c, Cq, bq, meq):
+def _call_qp(p, H, c, A_eq, b_eq, G, h):
+    """:func:`controlkit.qp.solve_qp`'s minimizer; its failure raised as a SolverError with the problem."""
     try:
-        return quadprog.solve_qp(H, c, Cq, bq, meq)[0]
-    except ValueError as exc:
-        raise SolverError(f"t = {p.time:.6g} s: the QP has no solution ({exc}).\n{p}", p, p.time) from exc
+        return solve_qp(H, c, A_eq, b_eq, G, h).x
+    except QPError as exc:
+        raise SolverError(f"t = {p.time:.6g} s: the QP has no solution ({exc.reason}).\n{p}", p, p.time) from exc
 
 
 def _raise_infeasible(p, viol):
@@ -669,9 +688,10 @@ def _raise_infeasible(p, viol):
                       f"{viol.max():.3g}) and nothing is left free.\n{p}", p, p.time)
 
 
-def _unpack(p, P, p0, free, wF, y, N, method) -> Solution:
+def _unpack(p, red: Reduction, y, N, method) -> Solution:
     L = p.layout
-    a = P.dot(y) + p0
+    free, wF = red.free, red.wF
+    a = red.P.dot(y) + red.p0
     if p.fixed:
         w = wF.copy()
         w[free] = y
