@@ -420,7 +420,7 @@ class ProgramRuntime:
         s = self.sim
         if not self.running:
             return
-        if s.mech._q is not s.q or s.mech._v is not s.v:
+        if not s.mech.state_is(s.q, s.v):
             s.mech.set_state(s.q, s.v, check=False)
 
     def start(self, fn: Callable, name: str | None = None, period: float | None = None) -> str:

@@ -115,7 +115,7 @@ class _ConstraintError:
         cons = list(mech.constraints.values())
         if not cons:
             return np.zeros(2)
-        v = mech._v
+        v = mech.v
         return np.array([max(float(np.abs(c.error()).max()) for c in cons),
                          max(float(np.abs(c.jacobian() @ v).max()) for c in cons)])
 

@@ -132,7 +132,7 @@ def test_constraint_jacobians_and_drifts_match_finite_differences(talos, cls):
     q, v = random_state(talos, 7)
     c = cls("hands", "gripper_left_base_link", "gripper_right_base_link")
     c.bind(talos)
-    _fd_check(talos, q, v, c.error, lambda: c.jacobian() @ talos._v, c.jacobian, c.drift) if cls is not WeldConstraint \
+    _fd_check(talos, q, v, c.error, lambda: c.jacobian() @ talos.v, c.jacobian, c.drift) if cls is not WeldConstraint \
         else _fd_check_weld(talos, q, v, c)
 
 
