@@ -31,6 +31,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .errors import ControlkitError, ControlProgramError, UnknownNameError
+from .events import EventKind, EventSource
 from .quantities import (CenterOfMass, ConstraintForce, ControlTorque, FrameOrientation, FramePoint,
                          JointAcceleration, JointAngle)
 
@@ -262,11 +263,11 @@ def _waits_until(p: "Program") -> bool:
     return isinstance(p.waiting, Until) and not p.done
 
 
-class _ConditionSource:
+class _ConditionSource(EventSource):
     """The runtime's event source: one guard per program waiting on ``until``."""
 
     name = "control"
-    kind = "acceleration"
+    kind = EventKind.ACCELERATION
 
     def __init__(self, runtime: "ProgramRuntime"):
         self.rt = runtime
@@ -317,9 +318,6 @@ class _ConditionSource:
             p = waiting[i]
             sim.log("control", f"{p.name}: until({p.waiting.label}) became true", program=p.name)
             self.rt.resume(p)
-
-    def max_step(self, sim, t, q, v):
-        return np.inf
 
 
 class _Overrun(BaseException):
