@@ -17,11 +17,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import robots  # noqa: E402
+from bench.common import table, write_json  # noqa: E402
 from robots import scenes  # noqa: E402
 from sim.contact import enable_contacts  # noqa: E402
 from sim.simulator import Simulator  # noqa: E402
-
-from bench.common import table, write_json  # noqa: E402
 
 
 def _bricks():

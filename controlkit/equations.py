@@ -30,10 +30,25 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import ArgumentError, EquationError, UnknownNameError
-from .expressions import (Compiled, Const, Context, Expr, Level, Lin, Scaled, Sum, as_expr, as_vector, compile_affine,
-                          fill_generic, fill_jacobians, fill_values, value_map)
 from .constraints import Constraint, static_labels
+from .errors import ArgumentError, EquationError, UnknownNameError
+from .expressions import (
+    Compiled,
+    Const,
+    Context,
+    Expr,
+    Level,
+    Lin,
+    Scaled,
+    Sum,
+    as_expr,
+    as_vector,
+    compile_affine,
+    fill_generic,
+    fill_jacobians,
+    fill_values,
+    value_map,
+)
 from .singular import locked_directions, without_noise_rows
 
 
@@ -145,10 +160,6 @@ class Layout:
     def tau(self) -> slice:
         return slice(self.nv, self.nv + self.ntau)
 
-    @property
-    def lam_all(self) -> slice:
-        return slice(self.nv + self.ntau, self.nx)
-
     @classmethod
     def for_mechanism(cls, mech, extra: dict[str, int] | None = None) -> "Layout":
         lam, k = {}, mech.nv + mech.ntau
@@ -176,12 +187,6 @@ class Block:
         self.labels = [] if labels is None else labels
         self.weight = weight  # costs only
         self._A, self.Aa, self.Aw, self.nv, self.nx = A, Aa, Aw, nv, nx
-
-    @classmethod
-    def of(cls, name: str, kind: str, L: Lin, b: np.ndarray, nv: int, nx: int, **kw) -> "Block":
-        """Rows of an affine expression, keeping its column blocks."""
-        Aa, Aw = L.parts(nv)
-        return cls(name, kind, None, b, Aa=Aa, Aw=Aw, nv=nv, nx=nx, **kw)
 
     @property
     def A(self) -> np.ndarray:

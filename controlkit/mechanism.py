@@ -8,7 +8,7 @@ so one derivative evaluation runs each Pinocchio kernel once.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 import numpy as np

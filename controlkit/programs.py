@@ -25,15 +25,22 @@ import inspect
 import threading
 import time as _time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 
 from .errors import ControlkitError, ControlProgramError, UnknownNameError
 from .events import EventKind, EventSource
-from .quantities import (CenterOfMass, ConstraintForce, ControlTorque, FrameOrientation, FramePoint,
-                         JointAcceleration, JointAngle)
+from .quantities import (
+    CenterOfMass,
+    ConstraintForce,
+    ControlTorque,
+    FrameOrientation,
+    FramePoint,
+    JointAcceleration,
+    JointAngle,
+)
 
 
 # ------------------------------------------------------------- wait requests

@@ -21,22 +21,22 @@ import heapq
 import itertools
 import math
 import time as _time
-from typing import Callable, Iterable
+from typing import Callable
 
 import numpy as np
 
 from controlkit.dynamics import evaluate
 from controlkit.equations import EquationSet
+from controlkit.errors import ArgumentError, ControlkitError, SimulationError, SolverError, StateError
 from controlkit.programs import ProgramRuntime
-from controlkit.errors import (ArgumentError, ControlkitError, SimulationError, SolverError,
-                               StateError)
 from controlkit.quantities import ControlTorques
 from controlkit.recording import Event, Recording
 
 from .events import ACCELERATION, VELOCITY, EventSource, crossed, isolate
 from .integrators import PinocchioSystem, make_integrator
 from .stabilization import project_positions, project_velocities
-from .validation import number as _number, run_duration
+from .validation import number as _number
+from .validation import run_duration
 
 
 class Simulator:
@@ -513,7 +513,7 @@ class Simulator:
     def _handle(self, fired):
         """Velocity events first, then new accelerations, then acceleration events (one pass)."""
         for kind in (VELOCITY, ACCELERATION):
-            for s, g, mask in fired:
+            for s, _, mask in fired:
                 if s.kind == kind:
                     g1 = s.guards(self, self.t, self.q, self.v)
                     s.handle(self, self.t, np.flatnonzero(mask & (g1 <= 0)))

@@ -14,8 +14,17 @@ import robots
 from controlkit.constraints import WeldConstraint
 from controlkit.equations import EquationSet, build_problem
 from controlkit.expressions import Context, Expr, TimeFunction, acc, orientation_error, pos, vel
-from controlkit.quantities import (CenterOfMass, ConstraintForce, ControlTorques, FrameOrientation, FramePoint,
-                                   JointAcceleration, JointAccelerations, JointAngle, Quantity)
+from controlkit.quantities import (
+    CenterOfMass,
+    ConstraintForce,
+    ControlTorques,
+    FrameOrientation,
+    FramePoint,
+    JointAcceleration,
+    JointAccelerations,
+    JointAngle,
+    Quantity,
+)
 from controlkit.solver import solve
 
 

@@ -1,8 +1,8 @@
 """The equation core against Pinocchio's own algorithms and finite differences."""
+import example_robot_data as erd
 import numpy as np
 import pinocchio as pin
 import pytest
-import example_robot_data as erd
 
 from controlkit.constraints import HingeConstraint, PointConstraint, WeldConstraint
 from controlkit.dynamics import evaluate
@@ -10,8 +10,7 @@ from controlkit.equations import EquationSet, build_problem
 from controlkit.errors import StateError, UnknownNameError
 from controlkit.expressions import acc
 from controlkit.mechanism import Mechanism
-from controlkit.quantities import (CenterOfMass, ControlTorques, FrameOrientation, FramePoint,
-                                   JointAngle)
+from controlkit.quantities import CenterOfMass, ControlTorques, FrameOrientation, FramePoint, JointAngle
 from controlkit.solver import solve
 
 EPS = 1e-5
@@ -100,8 +99,8 @@ def test_frame_point_jacobian_and_drift_match_finite_differences(robot, seed, k)
     q, v = random_state(talos, seed)
     for offset in (None, [0.05, -0.1, 0.2]):
         p = FramePoint(talos, frame, offset)
-        _fd_check(talos, q, v, lambda: p.position(talos), lambda: p.velocity(talos),
-                  lambda: p.jacobian(talos), lambda: p.drift(talos))
+        _fd_check(talos, q, v, lambda: p.position(talos), lambda: p.velocity(talos),  # noqa: B023 (_fd_check calls them in this iteration)
+                  lambda: p.jacobian(talos), lambda: p.drift(talos))  # noqa: B023 (_fd_check calls them in this iteration)
 
 
 @pytest.mark.parametrize("seed", [3, 4])
@@ -140,7 +139,6 @@ def _fd_check_weld(mech, q, v, c):
     # the rotation rows are the relative angular velocity, not the derivative of log3 away from zero error
     mech.set_state(q, v)
     J, drift = c.jacobian(), c.drift()
-    _, Ma = None, None
     qp, qm = _flow(mech, q, v, EPS), _flow(mech, q, v, -EPS)
     mech.set_state(qp, v); vp = c.jacobian() @ v; pp = c.error()[:3]
     Ra_p = mech.kinematics().oMf[c.fa].rotation.copy(); Rb_p = mech.kinematics().oMf[c.fb].rotation.copy()
@@ -258,8 +256,8 @@ def test_the_cached_full_rank_proof_is_redone_when_the_jacobian_moves_far(talos)
 
 
 def test_column_block_expressions_equal_their_dense_form(talos):
-    from controlkit.expressions import Context, Lin
     from controlkit.equations import Layout
+    from controlkit.expressions import Context, Lin
     talos.set_state(*random_state(talos, 13))
     layout = Layout.for_mechanism(talos)
     ctx = Context(talos, 0.0, layout)

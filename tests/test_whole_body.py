@@ -9,9 +9,9 @@ import robots
 from controlkit.constraints import WeldConstraint
 from controlkit.errors import ControlkitError
 from controlkit.quantities import FramePoint
+from controlkit.studies.compare import SwayPath
 from controllers.biped_model import thesis_biped
 from controllers.whole_body import FootContact, whole_body_stance
-from controlkit.studies.compare import SwayPath
 from sim.contact import enable_contacts
 from sim.simulator import Simulator
 

@@ -43,8 +43,15 @@ from scipy.interpolate import CubicHermiteSpline
 from controlkit.constraints import JointLock, WeldConstraint
 from controlkit.errors import ControlkitError, UnknownNameError
 from controlkit.quantities import FramePoint
-from controllers.arm import (CirclePath, JointLimits, PathError, SolvedAccelerations, redundant_arm_program,
-                             smooth_ramp, tracking_program)
+from controllers.arm import (
+    CirclePath,
+    JointLimits,
+    PathError,
+    SolvedAccelerations,
+    redundant_arm_program,
+    smooth_ramp,
+    tracking_program,
+)
 from controllers.forward import computed_torque, joint_pd_gravity
 from sim.simulator import Simulator
 
