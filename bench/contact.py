@@ -1,5 +1,5 @@
 """Contact benchmark: wall time per simulated second, events per second and time per
-support-set solve for the thesis' contact scenes (issue 5).
+support-set solve for the thesis' contact scenes.
 
 Scenes: the stack of three bricks of Fig. 5.7/5.8 (toppling), the pendulum-and-block scene of
 Fig. 2.1, the friction block of Fig. 5.10 and a box resting on a table. Prints a table and

@@ -1,4 +1,4 @@
-"""controlkit, MuJoCo and PyBullet side by side, measured in one run on one machine (issue 9).
+"""controlkit, MuJoCo and PyBullet side by side, measured in one run on one machine.
 
 Scenes, each built in the three engines from the same controlkit seed:
 

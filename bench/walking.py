@@ -1,4 +1,4 @@
-"""Real-time factor of both walking demos (issue 7) on one core, and where the time goes.
+"""Real-time factor of both walking demos on one core, and where the time goes.
 
 - Part 1, ``examples/walking.py``: the thesis biped by inverse dynamics on magnetic shoes
   (rk4, 10 ms steps). Target: real-time factor >= 2.

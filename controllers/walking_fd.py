@@ -1,4 +1,4 @@
-"""Walking by forward dynamics on real contact (issue 7 part 2): the walking program of
+"""Walking by forward dynamics on real contact (walking part 2): the walking program of
 :mod:`controllers.walking` (thesis Fig. 6.7-6.9) driving a whole-body QP, for any biped.
 
 The robot is a :class:`~controllers.biped_model.Biped` (its soles, legs, torso and held joints by

@@ -285,7 +285,7 @@ def test_pendulum_strikes_the_block_with_restitution_and_nothing_interpenetrates
 def test_pendulum_block_topples_onto_its_side_and_lies_on_the_ground(pendulum_block):
     """After the strike the block falls: its top end hits the ground plastically and it comes to lie
     on its long side (centre 0.75 m above the ground's top face), sliding; it never sinks into the
-    ground (it used to fall through once its face hung over the ground's end)."""
+    ground (not falling through once its face hangs over the ground's end)."""
     sim, _, worst = pendulum_block
     rec = sim.recording
     falls = [e for e in rec.events if e.kind == "impact" and 2.5 < e.time
@@ -346,7 +346,7 @@ def test_pendulum_block_on_a_slippery_ground_slides_off_it_and_its_hinge_is_remo
 
 def test_brick_stack_topples_and_comes_to_rest_with_its_support_sets_from_the_qp():
     # Fig. 5.7/5.8 (the benchmark's scene, 1.6 s): the top two bricks overhang and fall; at 1.58 s
-    # a support set whose rows no forces hold together (sliding friction) used to stop the run
+    # a support set whose rows no forces hold together (sliding friction) must not stop the run
     b = scenes.brick_stack()
     sim = Simulator(b.mechanism, b.q0, b.v0, dt=1e-3, integrator="rk4")
     src = enable_contacts(sim, friction=(0.6, 0.5))

@@ -1,4 +1,4 @@
-"""Walking by forward dynamics on real contact (issue 7 part 2): ``examples/walking_fd.py``.
+"""Walking by forward dynamics on real contact (walking part 2): ``examples/walking_fd.py``.
 
 A 1 kHz whole-body QP on the controller's own model computes the torques; the simulator holds
 them and the soles touch the ground through unilateral Coulomb contacts (mu 0.8), no welds. The
