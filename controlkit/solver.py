@@ -22,7 +22,6 @@ remaining equalities, costs and inequalities are then posed on ``y`` alone.
 from __future__ import annotations
 
 import bisect
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,9 +30,19 @@ from scipy.linalg import lapack
 
 from .equations import Problem
 from .errors import InconsistentEquationsError, QPError, SolverError, UnderdeterminedError
+from .linalg import (
+    RANK_TOL,
+    flat_split,
+    independent_rows,
+    min_norm,
+    min_norm_svd,
+    no_flat_by_bound,
+    no_flat_by_eigenvalues,
+    norm,
+    well_conditioned,
+)
 from .qp import solve_qp
 
-RANK_TOL = 1e-10  # singular values below RANK_TOL * largest count as zero
 RESIDUAL_TOL = 1e-8  # equality residual (relative to 1 + |b|) above this is a conflict
 
 
@@ -240,105 +249,11 @@ def _stack(rows, red: Reduction, ny):
     return E, f
 
 
-def _norm(x: np.ndarray) -> float:
-    """Euclidean norm of a vector (np.linalg.norm's generality costs more than the sum here)."""
-    return math.sqrt(float(np.vdot(x, x)))
-
-
 def _conflicts(E, f, owners, U, r):
     U0 = U[:, r:]
     u = U0 @ (U0.T @ f)
     big = np.abs(u) > 1e-6 * np.abs(u).max()
     return list(dict.fromkeys(o for o, flag in zip(owners, big) if flag))
-
-
-def _min_norm(E, f):
-    """Minimum-norm least-squares solution, rank, left basis, null space basis.
-
-    The left basis is None when a QR factorization proved E of full rank (the common case,
-    several times cheaper than the SVD); a caller that needs it then calls :func:`_min_norm_svd`.
-    """
-    out = _full_rank_qr(E, f)
-    return out if out is not None else _min_norm_svd(E, f, left=False)
-
-
-def _min_norm_svd(E, f, left: bool = True):
-    """:func:`_min_norm` by the SVD, whatever E's rank.
-
-    ``left=False``: the left basis is not needed (returned as None), so a tall E's SVD computes
-    only its first n left singular vectors (a 56 x 6 cost block's U is 56 x 6, not 56 x 56).
-    """
-    m, n = E.shape
-    U, s, Vt = np.linalg.svd(E, full_matrices=left or m <= n)  # a wide E needs all of V for its null space
-    r = int(np.sum(s > RANK_TOL * max(1.0, s[0] if s.size else 0.0)))
-    y = Vt[:r].T @ ((U[:, :r].T @ f) / s[:r])
-    return y, r, (U if left else None), Vt[r:].T
-
-
-_UPPER: dict[int, np.ndarray] = {}
-
-
-def _upper(k: int) -> np.ndarray:
-    """The (k, k) upper-triangular mask of ones (cached)."""
-    m = _UPPER.get(k)
-    if m is None:
-        m = _UPPER[k] = np.triu(np.ones((k, k)))
-    return m
-
-
-_NULL_RHS: dict[tuple[int, int], np.ndarray] = {}
-
-
-def _null_rhs(n: int, m: int) -> np.ndarray:
-    """A new (n, n - m + 1) Fortran-ordered array: zeros, with the identity in rows m: and columns 1:."""
-    C = _NULL_RHS.get((n, m))
-    if C is None:
-        C = _NULL_RHS[(n, m)] = np.zeros((n, n - m + 1), order="F")
-        C[m:, 1:] = np.eye(n - m)
-    return C.copy(order="F")
-
-
-def _full_rank_qr(E, f):
-    """:func:`_min_norm` by a Householder QR when E provably has full rank, else None.
-
-    The SVD would count every singular value above ``RANK_TOL * max(1, s_max)``. With
-    ``E^T = Q R`` (wide E) or ``E = Q R`` (tall E), ``s_min >= 1 / |R^-1|_F`` and
-    ``s_max <= |R|_F``; when the first bound clears the threshold (with a margin of 2 for
-    rounding) the SVD's rank is the full rank, and the minimum-norm solution and an
-    orthonormal null space basis come from the QR factors. Everything downstream depends on
-    the null space only through the subspace it spans, so results agree to rounding.
-    """
-    m, n = E.shape
-    if m == 0 or n == 0:
-        return None
-    wide = m <= n
-    k = m if wide else n
-    qr, tau, _, info = lapack.dgeqrf(E.T if wide else E)
-    if info != 0:
-        return None
-    Ri, info = lapack.dtrtri(qr[:k] * _upper(k))  # (np.triu costs more than the inverse)
-    if info != 0:
-        return None
-    ri, ee = Ri.ravel(order="K"), E.ravel(order="K")
-    smin_lb = 1.0 / math.sqrt(float(ri.dot(ri)))
-    if not smin_lb > 2.0 * RANK_TOL * max(1.0, math.sqrt(float(ee.dot(ee)))):  # |R|_F = |E|_F
-        return None
-    if wide:
-        # y = Q1 R^-T f is the minimum-norm solution; Q's other columns span the null space:
-        # both at once as Q [[R^-T f, 0], [0, I]] (the reflectors applied to n - m + 1 columns,
-        # without forming Q)
-        C = _null_rhs(n, m)
-        C[:m, 0] = Ri.T.dot(f)
-        QC, _, info = lapack.dormqr("L", "N", qr, tau, C, n - m + 1, 1)
-        if info != 0:
-            return None
-        return QC[:, 0], m, None, QC[:, 1:]
-    # tall: the unique least-squares solution y = R^-1 Q1^T f; no null space
-    cq, _, info = lapack.dormqr("L", "T", qr, tau, f[:, None], lwork=max(1, n))
-    if info != 0:
-        return None
-    y = Ri.dot(cq[:n, 0])
-    return y, n, None, np.zeros((n, 0))
 
 
 def solve(p: Problem, method: str = "auto") -> Solution:
@@ -370,20 +285,20 @@ def _solve(p: Problem, method: str) -> Solution:
     free = red.free
     ny = red.P.shape[1]
     E, f = _stack(p.eq_rows, red, ny)
-    y, r, U, N = _min_norm(E, f) if E.shape[0] else (np.zeros(ny), 0, np.zeros((0, 0)), np.eye(ny))
+    y, r, U, N = min_norm(E, f) if E.shape[0] else (np.zeros(ny), 0, np.zeros((0, 0)), np.eye(ny))
     if E.shape[0]:
         res = E.dot(y) - f
-        nres, tol = _norm(res), RESIDUAL_TOL * (1.0 + _norm(f))
+        nres, tol = norm(res), RESIDUAL_TOL * (1.0 + norm(f))
         if U is None and nres > tol:
             # full rank yet a residual (only a tall E can have one): redo it by the SVD, which
             # names the conflicting rows
-            y, r, U, N = _min_norm_svd(E, f)
+            y, r, U, N = min_norm_svd(E, f)
             res = E @ y - f
-            nres = _norm(res)
+            nres = norm(res)
         if nres > tol:
             names = _conflicts(E, f, p.eq_rows.owners(), U, r)
             hint = ""
-            if names == ["constraints"] and nres <= 1e-4 * (1.0 + _norm(f)):
+            if names == ["constraints"] and nres <= 1e-4 * (1.0 + norm(f)):
                 hint = ("; only the constraints' own rows disagree, and slightly: dependent closure rows whose "
                         "second-order terms differ (a closure at a singular configuration)")
             raise InconsistentEquationsError(
@@ -432,7 +347,7 @@ def _complete(p, red: Reduction, y, N, tau_rows):
     for rows in (p.cost_rows, p.reg_rows):
         if rows is not None and rows.spans and N.shape[1]:
             C, d = _stack(rows, red, P.shape[1])
-            z, r, _, K = _min_norm(C.dot(N), d - C.dot(y))
+            z, r, _, K = min_norm(C.dot(N), d - C.dot(y))
             y, N = y + N.dot(z), N.dot(K)
             solver = "lstsq"
     nfree = 0 if p.default_cost else _motion_free(P, N, tau_rows)  # (an SVD: only when it can raise)
@@ -447,7 +362,7 @@ def _complete(p, red: Reduction, y, N, tau_rows):
             undetermined = PN
     if N.shape[1] and len(tau_rows):
         # default, first stage: least squared control torques
-        z, r, _, K = _min_norm(N[tau_rows], -y[tau_rows])
+        z, r, _, K = min_norm(N[tau_rows], -y[tau_rows])
         y, N = y + N.dot(z), N.dot(K)
     if N.shape[1]:
         # second stage: least squared constraint forces (y is min-norm only within N)
@@ -475,7 +390,7 @@ def _qp(p, red: Reduction, y0, N, E, f, method, tau_rows):
         R, r = _stack(p.reg_rows, red, ny) if p.reg_rows is not None else (np.zeros((0, ny)), None)
         H, c = _with_default(H, c, lambda: (np.diag(_default_weights(ny, tau_rows)), np.zeros(ny)),
                              (lambda: (R, r)) if len(R) else None)
-        rows = _independent_rows(E)
+        rows = independent_rows(E)
         # (c is the cost's gradient with a minus sign: the QP's linear term is -c)
         return _call_qp(p, H, -c, E[rows], f[rows], G, g)
     if N.shape[1] == 0:
@@ -527,7 +442,7 @@ def _with_default(H, c, default, regularization=None, memo: dict | None = None):
     """Add the default cost (``default() -> (Hessian, linear term)``) only where the user cost H is flat.
 
     Its flat directions are the eigenvectors with eigenvalues at most ``RANK_TOL * max(1, w_max)``;
-    when H provably has none (:func:`_no_flat_direction`), the eigenvectors (and the default) are skipped.
+    when H provably has none (:func:`controlkit.linalg.no_flat_direction`), the eigenvectors (and the default) are skipped.
     The user's regularizations, when given as ``regularization() -> (R, r)`` (the Hessian ``R^T R``,
     the linear term ``R^T r``), take those directions first; the default takes what they leave flat.
     ``memo`` (a problem's ``factors``) remembers what the last H needed: a servo's H keeps its kind
@@ -539,12 +454,12 @@ def _with_default(H, c, default, regularization=None, memo: dict | None = None):
         return _nudged(H), c
     last = memo.get("flat") if memo is not None else None  # None, "eigenvalues" or "flat"
     if last != "flat":
-        bound = last is None and _no_flat_by_bound(H)
-        if bound or _no_flat_by_eigenvalues(H):
+        bound = last is None and no_flat_by_bound(H)
+        if bound or no_flat_by_eigenvalues(H):
             if memo is not None:
                 memo["flat"] = None if bound else "eigenvalues"
             return _nudged(H), c  # what the eigendecomposition gives when nothing is flat
-    F, V, w = _flat_split(H)
+    F, V, w = flat_split(H)
     if memo is not None:
         memo["flat"] = "flat" if F.shape[1] else "eigenvalues"
     if not F.shape[1]:
@@ -588,91 +503,11 @@ def _regularize(H, c, F, regularization, z_costs, trace):
     FH *= k
     H = H + FH.dot(F.T)
     c = c + F.dot(RF.T.dot(k * (r - R.dot(z_costs))))
-    if _well_conditioned(HF, scale):
+    if well_conditioned(HF, scale):
         return H, c, F[:, :0]  # nothing left flat (proved without the eigenvectors)
     w, V = np.linalg.eigh(HF)
     wl = w.tolist()
     return H, c, F @ V[:, : bisect.bisect_right(wl, RANK_TOL * wl[-1])]
-
-
-def _well_conditioned(H, trace: float) -> bool:
-    """Whether the symmetric H (trace given) provably has every eigenvalue above ``RANK_TOL * w_max``
-    (False: maybe not), by :func:`_least_eigenvalue_bound` and ``w_max <= trace``."""
-    if len(H) == 1:
-        return trace > 0.0  # (its one eigenvalue is its trace)
-    bound = _least_eigenvalue_bound(H)
-    return bound is not None and bound > 2.0 * RANK_TOL * trace
-
-
-def _least_eigenvalue_bound(H) -> float | None:
-    """A lower bound of the symmetric H's least eigenvalue: ``1 / |R^-1|_F^2`` with ``H = R^T R``
-    (two triangular kernels); 0 when R cannot be inverted, None when the Cholesky factor fails
-    (H numerically singular or indefinite). The factor 2 its callers ask more covers rounding."""
-    R, info = lapack.dpotrf(H, lower=0, clean=1)
-    if info != 0:
-        return None
-    Ri, info = lapack.dtrtri(R, lower=0)
-    if info != 0:
-        return 0.0
-    ri = Ri.ravel(order="K")
-    return 1.0 / float(ri.dot(ri))
-
-
-def _flat_directions(H) -> np.ndarray:
-    """Orthonormal eigenvectors (n, k) of the symmetric H with eigenvalues ``<= RANK_TOL * max(1, w_max)``."""
-    return _flat_split(H)[0]
-
-
-def _flat_split(H):
-    """H's eigendecomposition split at ``RANK_TOL * max(1, w_max)``: the flat directions F (n, k),
-    the others V (n, n - k) and their eigenvalues w (n - k,).
-
-    LAPACK's dsyevd on the lower triangle, the routine numpy's ``eigh`` calls (the same results,
-    bit for bit, with scipy's and numpy's bundled OpenBLAS here) without its wrapper's Python
-    overhead: the walking servo decomposes at 4 ticks in 5. When H's flat eigenvalues sit close
-    to the next ones, their subspace is only defined to that gap, and another LAPACK build's
-    eigenvectors move the solution by that much.
-    """
-    w, V, info = lapack.dsyevd(H, lower=1)  # ascending: the flat ones first
-    if info != 0:
-        raise np.linalg.LinAlgError(f"dsyevd did not converge (info {info})")
-    wl = w.tolist()  # (bisect on floats: numpy's searchsorted costs more on 16 numbers)
-    k = bisect.bisect_right(wl, RANK_TOL * max(1.0, wl[-1])) if wl else 0
-    return V[:, :k], V[:, k:], w[k:]
-
-
-def _no_flat_direction(H) -> bool:
-    """Whether the symmetric H has every eigenvalue above ``RANK_TOL * max(1, w_max)`` (False: maybe not).
-
-    With ``H = R^T R`` (Cholesky), ``w_min >= 1 / |R^-1|_F^2`` and ``w_max <= trace(H)``: a proof at
-    the price of two triangular kernels (a margin of 2 covers rounding). When the bounds are too loose
-    (a cost Hessian conditioned near 1 / RANK_TOL, as the walking servo's with a swing foot), H's
-    eigenvalues alone decide, with a margin of 1e-6 for their rounding (computing no eigenvectors
-    costs a third of the decomposition). A failed Cholesky factor means H is numerically singular.
-    """
-    return _no_flat_by_bound(H) or _no_flat_by_eigenvalues(H)
-
-
-def _no_flat_by_bound(H) -> bool:
-    """:func:`_no_flat_direction`'s proof by the Cholesky bound alone (False: not proved)."""
-    bound = _least_eigenvalue_bound(H)
-    return bound is not None and bound > 2.0 * RANK_TOL * max(1.0, sum(H.diagonal().tolist()))
-
-
-def _no_flat_by_eigenvalues(H) -> bool:
-    """:func:`_no_flat_direction`'s proof by H's eigenvalues (LAPACK's dsyevr without vectors:
-    the cheapest of its symmetric eigenvalue drivers at these sizes)."""
-    w, _, _, _, info = lapack.dsyevr(H, compute_v=0)
-    return info == 0 and w[0] > (1.0 + 1e-6) * RANK_TOL * max(1.0, w[-1])
-
-
-def _independent_rows(E):
-    if E.shape[0] == 0:
-        return np.zeros(0, dtype=int)
-    _, R, piv = sla.qr(E.T, pivoting=True, mode="economic")
-    dg = np.abs(np.diag(R))
-    r = int(np.sum(dg > RANK_TOL * max(1.0, dg[0])))
-    return np.sort(piv[:r])
 
 
 def _call_qp(p, H, c, A_eq, b_eq, G, h):

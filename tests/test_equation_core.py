@@ -225,18 +225,18 @@ def test_block_mass_solve_by_the_inverse_equals_a_dense_solve(robot):
 
 @pytest.mark.parametrize("shape", [(6, 32), (32, 26), (5, 5)])
 def test_the_full_rank_qr_path_matches_the_svd(shape):
-    from controlkit import solver
+    from controlkit import linalg
     rng = np.random.default_rng(4)
     E, f = rng.standard_normal(shape), rng.standard_normal(shape[0])
-    y, r, U, N = solver._full_rank_qr(E, f)
-    y0, r0, _, N0 = solver._min_norm_svd(E, f)
+    y, r, U, N = linalg.full_rank_qr(E, f)
+    y0, r0, _, N0 = linalg.min_norm_svd(E, f)
     assert U is None and r == r0 == min(shape)
     assert np.abs(y - y0).max() < 1e-10 * max(1.0, np.abs(y0).max())
     assert N.shape == N0.shape and np.abs(N @ N.T - N0 @ N0.T).max() < 1e-10  # the same null space
     rank_deficient = E.copy() if shape[0] <= shape[1] else E.T.copy()
     rank_deficient[-1] = rank_deficient[0]  # two equal rows (wide) or columns (tall)
     rank_deficient = rank_deficient if shape[0] <= shape[1] else rank_deficient.T
-    assert solver._full_rank_qr(rank_deficient, f) is None  # left to the SVD
+    assert linalg.full_rank_qr(rank_deficient, f) is None  # left to the SVD
 
 
 def test_the_cached_full_rank_proof_is_redone_when_the_jacobian_moves_far(talos):
