@@ -36,7 +36,9 @@ browser:
 	    (apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null) || \
 	    echo "browser: could not install chromium; browser tests will skip"; }
 
+# ruff first (pyflakes, bugbear, import order; pyproject.toml's [tool.ruff]): a finding fails the target
 test: $(TSTAMP) browser
+	$(VENV)/bin/ruff check .
 	$(VPY) -m pytest
 
 # the user guide and API reference, offline, into site/ (warnings are errors; the tests build it too)

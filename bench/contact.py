@@ -1,5 +1,5 @@
 """Contact benchmark: wall time per simulated second, events per second and time per
-support-set solve for the thesis' contact scenes (issue 5).
+support-set solve for the thesis' contact scenes.
 
 Figures: wall time per simulated second, events per simulated second, the deepest signed distance
 of any pair at any recorded sample (mm), impacts, contact changes, support solves.
@@ -28,11 +28,10 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import robots  # noqa: E402
+from bench.common import table, write_json  # noqa: E402
 from robots import scenes  # noqa: E402
 from sim.contact import enable_contacts  # noqa: E402
 from sim.simulator import Simulator  # noqa: E402
-
-from bench.common import table, write_json  # noqa: E402
 
 
 def _bricks():

@@ -1,4 +1,4 @@
-"""controlkit, MuJoCo and PyBullet side by side, measured in one run on one machine (issue 9).
+"""controlkit, MuJoCo and PyBullet side by side, measured in one run on one machine.
 
 Scenes, each built in the three engines from the same controlkit seed:
 
@@ -571,15 +571,15 @@ def chain_runs(available: Sequence[str], cid: int | None, repeat: int, quick: bo
     pick = (lambda g: g[::2]) if quick else (lambda g: g)
     rows = []
     for integ, grid in CK_GRID.items():
-        rows += [best_of(lambda: controlkit_chain(integ, x), repeat) for x in pick(grid)]
+        rows += [best_of(lambda: controlkit_chain(integ, x), repeat) for x in pick(grid)]  # noqa: B023 (best_of calls it in this iteration)
     for integ in ADAPTIVE:
-        rows += [best_of(lambda: controlkit_chain_core(integ, x), repeat) for x in pick(TOLS)]
+        rows += [best_of(lambda: controlkit_chain_core(integ, x), repeat) for x in pick(TOLS)]  # noqa: B023 (best_of calls it in this iteration)
     if "mujoco" in available:
         for integ in mujoco_integrators():
             grid = H_FINE if integ == "RK4" else H_FIRST
-            rows += [best_of(lambda: mujoco_chain(integ, h), repeat) for h in pick(grid)]
+            rows += [best_of(lambda: mujoco_chain(integ, h), repeat) for h in pick(grid)]  # noqa: B023 (best_of calls it in this iteration)
     if "pybullet" in available:
-        rows += [best_of(lambda: pybullet_chain(cid, h), repeat) for h in pick(PB_GRID)]
+        rows += [best_of(lambda: pybullet_chain(cid, h), repeat) for h in pick(PB_GRID)]  # noqa: B023 (best_of calls it in this iteration)
     return rows
 
 
@@ -587,7 +587,7 @@ def throughput_runs(available: Sequence[str], repeat: int) -> list[dict]:
     """MuJoCo driven from a Python loop at h = 1 ms (the C rollout is in the work-precision runs)."""
     if "mujoco" not in available:
         return []
-    return [best_of(lambda: mujoco_chain(integ, 1e-3, python_loop=True), repeat) for integ in mujoco_integrators()]
+    return [best_of(lambda: mujoco_chain(integ, 1e-3, python_loop=True), repeat) for integ in mujoco_integrators()]  # noqa: B023 (best_of calls it in this iteration)
 
 
 def curve_key(row: dict) -> str:

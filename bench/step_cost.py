@@ -29,10 +29,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import controlkit  # noqa: E402,F401  (first: it sets BLAS to one thread before numpy loads)
 import numpy as np  # noqa: E402
 import pinocchio as pin  # noqa: E402
 
+import controlkit  # noqa: E402,F401  (first: it sets BLAS to one thread before numpy loads)
 from bench.common import table, write_json  # noqa: E402
 from controlkit.constraints import WeldConstraint  # noqa: E402
 from controlkit.dynamics import evaluate  # noqa: E402
@@ -125,14 +125,14 @@ def measure_servo(repeat: int = 5, clock=time.perf_counter):
         m, d = cm.model, cm.model.createData()
 
         def kernels():
-            pin.crba(m, d, q)
-            pin.nonLinearEffects(m, d, q, v)
-            pin.forwardKinematics(m, d, q, v, np.zeros(m.nv))
-            pin.computeJointJacobians(m, d)
-            pin.updateFramePlacements(m, d)
+            pin.crba(m, d, q)  # noqa: B023 (timed within this iteration)
+            pin.nonLinearEffects(m, d, q, v)  # noqa: B023 (timed within this iteration)
+            pin.forwardKinematics(m, d, q, v, np.zeros(m.nv))  # noqa: B023 (timed within this iteration)
+            pin.computeJointJacobians(m, d)  # noqa: B023 (timed within this iteration)
+            pin.updateFramePlacements(m, d)  # noqa: B023 (timed within this iteration)
 
         def total():
-            evaluate(cm, eqs, t, q, v)
+            evaluate(cm, eqs, t, q, v)  # noqa: B023 (timed within this iteration)
 
         cm.times.__init__()
         k, tot = best_times([kernels, total], repeat, clock=clock)
@@ -174,13 +174,13 @@ def measure(name, mech, repeat: int = 5, clock=time.perf_counter):
         def kernels():
             pin.crba(m, d, q)
             pin.nonLinearEffects(m, d, q, v)
-            if kin:
+            if kin:  # noqa: B023 (timed within this iteration)
                 pin.forwardKinematics(m, d, q, v, np.zeros(m.nv))
                 pin.computeJointJacobians(m, d)
                 pin.updateFramePlacements(m, d)
 
         def total():
-            evaluate(mech, eqs, 0.0, q, v)
+            evaluate(mech, eqs, 0.0, q, v)  # noqa: B023 (timed within this iteration)
 
         # the split (pinocchio, assembly, solve) is a mean over every call; kernel and total are best batches
         mech.times.__init__()

@@ -1,4 +1,4 @@
-"""Sweeps on Dask (issue 30): 16 forward-dynamics walks, serial against a LocalCluster on the cores.
+"""Sweeps on Dask: 16 forward-dynamics walks, serial against a LocalCluster on the cores.
 
 - ``serial``: the 16 runs one after the other in this process (``controlkit.studies.runs.run_one``,
   the function the workers execute), after one short warm-up walk so the imports are not counted.

@@ -1,4 +1,4 @@
-"""Real-time factor of both walking demos (issue 7) on one core, and where the time goes.
+"""Real-time factor of both walking demos on one core, and where the time goes.
 
 - Part 1, ``examples/walking.py``: the thesis biped by inverse dynamics on magnetic shoes
   (rk4, 10 ms steps). Target: real-time factor >= 2.
@@ -141,7 +141,7 @@ def _profile_tables(prof):
     import pstats
     st = pstats.Stats(prof)
     per_file, rows = defaultdict(float), []
-    for (file, line, fn), (cc, nc, tt, ct, callers) in st.stats.items():
+    for (file, line, fn), (_, nc, tt, ct, _) in st.stats.items():
         short = file.replace(str(ROOT) + "/", "")
         if "site-packages/" in short:
             short = short.split("site-packages/")[1]

@@ -163,6 +163,7 @@ def _build_options(build, settings: list[str]) -> dict:
 
 def _cmd_info(args) -> int:
     import robots
+
     from .printing import format_equations
     name = args.model
     if name in robots.SEEDS:
@@ -190,6 +191,7 @@ def _cmd_info(args) -> int:
 
 def _cmd_replay(args) -> int:
     from sim.runner import build_mechanism
+
     from .recording import Recording
     from .report import export_html
     rec = Recording.load(args.file)

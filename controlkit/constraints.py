@@ -305,12 +305,12 @@ class JointLock(Constraint):
         self.vs = mech.joint_v_slice(self.joint)
         self.qs = mech.joint_q_slice(self.joint)
         self.size = self.vs.stop - self.vs.start
-        self.q_locked = mech._q[self.qs].copy()
+        self.q_locked = mech.q[self.qs].copy()
         self._J = np.zeros((self.size, mech.nv))
         self._J[:, self.vs] = np.eye(self.size)
 
     def error(self):
-        q = self.mech._q[self.qs]
+        q = self.mech.q[self.qs]
         if q.size == self.size:
             return q - self.q_locked
         return np.zeros(self.size)  # multi-dof Lie-group joint: velocity-level lock only

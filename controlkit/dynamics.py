@@ -64,7 +64,7 @@ def _lean(mech, tau: np.ndarray, f_ext: np.ndarray | None) -> Solution:
     gen = np.zeros(mech.nv) if f_ext is None else np.array(f_ext, dtype=float)
     if mech.ntau:
         gen[mech.tau_index] += tau
-    a = pin.aba(mech.model, mech.data, mech._q, mech._v, gen)
+    a = pin.aba(mech.model, mech.data, mech.q, mech.v, gen)
     mech.kernels_overwritten()  # aba left real accelerations where the kinematics keep the drift
     return Solution(np.concatenate((a, tau)) if tau.size else a, a, tau, {}, "lean")
 
@@ -83,7 +83,7 @@ def _held_on_constraints(mech, eqs: EquationSet, tau: np.ndarray, f_ext: np.ndar
         return None
     t2 = _time.perf_counter()
     sol = delassus_solve(Jc, rhs, mech.S, h if f_ext is None else h - f_ext, Mi, tau, layout,
-                         mech.__dict__.setdefault("_solver_factors", {}))
+                         mech.cache.setdefault("solver_factors", {}))
     if sol is None:
         return None
     t3 = _time.perf_counter()
@@ -123,13 +123,13 @@ def evaluate(mech, eqs: EquationSet, t: float, q: np.ndarray, v: np.ndarray,
         T.pinocchio += _time.perf_counter() - t0
         T.calls += 1
         mech.solution, mech.problem = sol, None
-        mech.solved_for = (mech._version, id(eqs), eqs.version)
+        mech.solved_for = (mech.state_version, id(eqs), eqs.version)
         return sol
     if tau is not None:
         sol = _held_on_constraints(mech, eqs, tau, f_ext, t0)
         if sol is not None:
             mech.solution, mech.problem = sol, None
-            mech.solved_for = (mech._version, id(eqs), eqs.version)
+            mech.solved_for = (mech.state_version, id(eqs), eqs.version)
             return sol
     mech.bias_forces()
     if mech.constraints:
@@ -145,5 +145,5 @@ def evaluate(mech, eqs: EquationSet, t: float, q: np.ndarray, v: np.ndarray,
     T.calls += 1
     mech.solution = sol
     mech.problem = p
-    mech.solved_for = (mech._version, id(eqs), eqs.version)
+    mech.solved_for = (mech.state_version, id(eqs), eqs.version)
     return sol

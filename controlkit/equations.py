@@ -30,10 +30,25 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import ArgumentError, EquationError, UnknownNameError
-from .expressions import (Compiled, Const, Context, Expr, Level, Lin, Scaled, Sum, as_expr, as_vector, compile_affine,
-                          fill_generic, fill_jacobians, fill_values, value_map)
 from .constraints import Constraint, static_labels
+from .errors import ArgumentError, EquationError, UnknownNameError
+from .expressions import (
+    Compiled,
+    Const,
+    Context,
+    Expr,
+    Level,
+    Lin,
+    Scaled,
+    Sum,
+    as_expr,
+    as_vector,
+    compile_affine,
+    fill_generic,
+    fill_jacobians,
+    fill_values,
+    value_map,
+)
 from .singular import locked_directions, without_noise_rows
 
 
@@ -145,10 +160,6 @@ class Layout:
     def tau(self) -> slice:
         return slice(self.nv, self.nv + self.ntau)
 
-    @property
-    def lam_all(self) -> slice:
-        return slice(self.nv + self.ntau, self.nx)
-
     @classmethod
     def for_mechanism(cls, mech, extra: dict[str, int] | None = None) -> "Layout":
         lam, k = {}, mech.nv + mech.ntau
@@ -176,12 +187,6 @@ class Block:
         self.labels = [] if labels is None else labels
         self.weight = weight  # costs only
         self._A, self.Aa, self.Aw, self.nv, self.nx = A, Aa, Aw, nv, nx
-
-    @classmethod
-    def of(cls, name: str, kind: str, L: Lin, b: np.ndarray, nv: int, nx: int, **kw) -> "Block":
-        """Rows of an affine expression, keeping its column blocks."""
-        Aa, Aw = L.parts(nv)
-        return cls(name, kind, None, b, Aa=Aa, Aw=Aw, nv=nv, nx=nx, **kw)
 
     @property
     def A(self) -> np.ndarray:
@@ -526,9 +531,9 @@ def _constraint_plan(mech, cons: dict) -> _ConstraintPlan:
     for c in vals:
         sizes.append(c.size)
     key = (vals, tuple(sizes))
-    plan = mech.__dict__.get("_constraint_plan")
+    plan = mech.cache.get("constraint_plan")
     if plan is None or plan.key != key:
-        plan = mech._constraint_plan = _ConstraintPlan(mech, key)
+        plan = mech.cache["constraint_plan"] = _ConstraintPlan(mech, key)
     return plan
 
 
@@ -764,9 +769,9 @@ def _constraint_rows(mech, eqs: EquationSet, layout: Layout | None):
     if not mech.constraints:
         if layout is None:
             # one layout object while nothing is constrained: caches keyed by it stay valid
-            layout = mech.__dict__.get("_free_layout")
+            layout = mech.cache.get("free_layout")
             if layout is None or (layout.nv, layout.ntau) != (mech.nv, mech.ntau):
-                layout = mech._free_layout = Layout.for_mechanism(mech)
+                layout = mech.cache["free_layout"] = Layout.for_mechanism(mech)
         return (), np.zeros((0, mech.nv)), None, np.zeros(0), [], layout
     plan = _constraint_plan(mech, mech.constraints)
     cons = plan.cons
@@ -777,7 +782,7 @@ def _constraint_rows(mech, eqs: EquationSet, layout: Layout | None):
         terms = [_as_rows(t) for t in terms]
     # solved again at the same state (a controller's new torques): the constraints that keep their
     # rows (the same arrays) give the same stacked rows, and the solver keeps its factors with them
-    key = (mech._version, eqs.kp, eqs.kv, eqs.critical_forms)
+    key = (mech.state_version, eqs.kp, eqs.kv, eqs.critical_forms)
     memo = plan.memo.get("rows")
     if memo is not None and memo[0] == key and memo[1] is layout and _same_terms(memo[2], terms):
         return memo[3]
@@ -836,7 +841,7 @@ def _same_terms(old: list, new: list) -> bool:
 
 def _stacked_constraint_rows(mech, eqs, plan, cons, Jc, Jf, phi, drift, labels, layout):
     """The right-hand sides and the critical forms' rows of :func:`_constraint_rows`."""
-    v = mech._v
+    v = mech.v
     rhs = Jc.dot(v)  # -drift - kv J v - kp phi, with as few temporaries
     rhs *= -eqs.kv
     rhs -= drift
@@ -951,4 +956,4 @@ def build_problem(mech, eqs: EquationSet, t: float, f_ext: np.ndarray | None = N
                    default_cost=eqs.underdetermined == "default", mass_solve=mech.mass_solve,
                    mass_inverse=getattr(mech, "mass_inverse", None),
                    Jf=Jf, lam_labels=labels, reg_rows=plan.regularizations.rows(ctx),
-                   factors=mech.__dict__.setdefault("_solver_factors", {}))
+                   factors=mech.cache.setdefault("solver_factors", {}))

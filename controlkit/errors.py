@@ -87,6 +87,23 @@ class SolverError(EquationError):
         self.time = time
 
 
+class QPError(ControlkitError):
+    """A quadratic program has no solution (:func:`controlkit.qp.solve_qp`): its constraints cannot
+    all hold, or its Hessian is not positive definite.
+
+    Carries the problem as posed, ``1/2 x^T H x + c^T x`` with ``A_eq x = b_eq`` and ``G x <= h``
+    (arrays; empty rows for constraints not given), and ``reason``: why it failed.
+    """
+
+    def __init__(self, reason: str, H=None, c=None, A_eq=None, b_eq=None, G=None, h=None):
+        n = None if c is None else len(c)
+        m_eq = 0 if b_eq is None else len(b_eq)
+        m_in = 0 if h is None else len(h)
+        super().__init__(f"QP with {n} unknowns, {m_eq} equalities and {m_in} inequalities: {reason}")
+        self.reason = reason
+        self.H, self.c, self.A_eq, self.b_eq, self.G, self.h = H, c, A_eq, b_eq, G, h
+
+
 class ControlProgramError(ControlkitError):
     """A control program raised; names the program and the simulation time."""
 

@@ -8,7 +8,7 @@ so one derivative evaluation runs each Pinocchio kernel once.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -19,13 +19,45 @@ from .errors import ModelError, StateError, UnknownNameError
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 
 
-@dataclass
-class Feature:
-    """A named point or frame on a body (the thesis' features: ``heel``, ``topback``)."""
+class Cache(dict):
+    """Values other modules keep with a :class:`Mechanism`, each under a key its owner declares.
 
-    name: str
-    body: str
-    placement: pin.SE3
+    A dict whose keys are the entries of :data:`CACHE_ENTRIES` (key -> what it holds and what
+    invalidates it); storing under an undeclared key is a ``KeyError``, so every cache a module
+    keeps on a mechanism is listed in one place. Reading is the dict's own ``get``.
+    """
+
+    def __setitem__(self, key: str, value) -> None:
+        if key not in CACHE_ENTRIES:
+            raise KeyError(f"mechanism cache: undeclared entry {key!r}; declare it in "
+                           f"controlkit.mechanism.CACHE_ENTRIES (declared: {', '.join(CACHE_ENTRIES)})")
+        dict.__setitem__(self, key, value)
+
+    def setdefault(self, key: str, default=None):
+        """The entry under a declared key, stored as ``default`` when missing."""
+        value = self.get(key)
+        if value is None:
+            self[key] = value = default
+        return value
+
+
+#: the entries of :attr:`Mechanism.cache`: key -> (who keeps it) what it holds; what invalidates it
+CACHE_ENTRIES: dict[str, str] = {
+    "scratch": "(controlkit.singular) a second Mechanism on the same model for trial states; never "
+               "invalidated (the model does not change)",
+    "full_rank_refs": "(controlkit.singular) constraint signatures -> the last full-rank Jacobian reference; each "
+                      "entry is checked against the current rows before use; cleared above 256 entries",
+    "benign_redundancy": "(controlkit.singular) (signature, rank) of constraint sets found redundant but not "
+                         "critical; never invalidated (a property of the constraint set)",
+    "solver_factors": "(controlkit.solver, controlkit.equations) factorizations reused across solves, each "
+                      "matched by the identities of the arrays it was computed from",
+    "constraint_plan": "(controlkit.equations) the active constraints' plan; rebuilt when the constraints or "
+                       "their sizes change (its key)",
+    "free_layout": "(controlkit.equations) the unknowns' layout while nothing is constrained; rebuilt when "
+                   "nv or ntau differ",
+    "contact_bodies": "(sim.contact) (state version, bodies by joint id); stale when the state version moves",
+    "contact_world_body": "(sim.contact) the world body for contact queries; never invalidated",
+}
 
 
 @dataclass
@@ -54,7 +86,11 @@ class Mechanism:
         actuated: names of the joints that carry control torques; default every joint
             except free-flyers.
         constraints: model constraints that are always active (loop closures).
-        contact_materials: free-form material tags per geometry name (used by contact).
+        materials: free-form material tags per geometry name (used by contact).
+
+    The state is read through :attr:`q`, :attr:`v` (read-only views) and :attr:`state_version`
+    (a counter that moves whenever the state changes: a key for caches of state functions).
+    Other modules keep their caches in :attr:`cache` under the keys of :data:`CACHE_ENTRIES`.
     """
 
     def __init__(
@@ -91,6 +127,8 @@ class Mechanism:
         self._a0 = np.zeros(self.nv)
         self.solution = None  # the last solve's unknowns (controlkit.solver.Solution)
         self.problem = None  # the last assembled problem (controlkit.equations.Problem)
+        #: other modules' caches, under the keys declared in CACHE_ENTRIES
+        self.cache = Cache()
         for c in constraints:  # (after the state: binding a world-anchored point reads the kinematics)
             self.add_constraint(c)
 
@@ -164,13 +202,28 @@ class Mechanism:
     # ------------------------------------------------------------------ state
     @property
     def q(self) -> np.ndarray:
-        """Configuration (nq,), a copy."""
-        return self._q.copy()
+        """Configuration (nq,): a read-only view of the state (copy it to change it)."""
+        q = self._q.view()
+        q.flags.writeable = False
+        return q
 
     @property
     def v(self) -> np.ndarray:
-        """Generalized velocity (nv,), a copy."""
-        return self._v.copy()
+        """Generalized velocity (nv,): a read-only view of the state (copy it to change it)."""
+        v = self._v.view()
+        v.flags.writeable = False
+        return v
+
+    @property
+    def state_version(self) -> int:
+        """A counter that moves whenever the state changes (:meth:`set_state` with other values,
+        :meth:`kernels_overwritten`): caches of functions of the state compare it."""
+        return self._version
+
+    def state_is(self, q: np.ndarray, v: np.ndarray) -> bool:
+        """Whether the state was set from these very arrays (identity, not values): a caller that
+        keeps its own state arrays sets them again only when they are not the mechanism's."""
+        return self._q is q and self._v is v
 
     def check_q(self, q, where: str = "q") -> np.ndarray:
         """Validate a configuration vector's size and finiteness."""

@@ -25,14 +25,22 @@ import inspect
 import threading
 import time as _time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 
 from .errors import ControlkitError, ControlProgramError, UnknownNameError
-from .quantities import (CenterOfMass, ConstraintForce, ControlTorque, FrameOrientation, FramePoint,
-                         JointAcceleration, JointAngle)
+from .events import EventKind, EventSource
+from .quantities import (
+    CenterOfMass,
+    ConstraintForce,
+    ControlTorque,
+    FrameOrientation,
+    FramePoint,
+    JointAcceleration,
+    JointAngle,
+)
 
 
 # ------------------------------------------------------------- wait requests
@@ -262,11 +270,11 @@ def _waits_until(p: "Program") -> bool:
     return isinstance(p.waiting, Until) and not p.done
 
 
-class _ConditionSource:
+class _ConditionSource(EventSource):
     """The runtime's event source: one guard per program waiting on ``until``."""
 
     name = "control"
-    kind = "acceleration"
+    kind = EventKind.ACCELERATION
 
     def __init__(self, runtime: "ProgramRuntime"):
         self.rt = runtime
@@ -317,9 +325,6 @@ class _ConditionSource:
             p = waiting[i]
             sim.log("control", f"{p.name}: until({p.waiting.label}) became true", program=p.name)
             self.rt.resume(p)
-
-    def max_step(self, sim, t, q, v):
-        return np.inf
 
 
 class _Overrun(BaseException):
@@ -420,7 +425,7 @@ class ProgramRuntime:
         s = self.sim
         if not self.running:
             return
-        if s.mech._q is not s.q or s.mech._v is not s.v:
+        if not s.mech.state_is(s.q, s.v):
             s.mech.set_state(s.q, s.v, check=False)
 
     def start(self, fn: Callable, name: str | None = None, period: float | None = None) -> str:

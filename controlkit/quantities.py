@@ -33,7 +33,7 @@ class Quantity:
         raise ControlkitError(f"quantity {self.name!r} has no position-level value")
 
     def velocity(self, mech) -> np.ndarray:
-        return self.jacobian(mech).dot(mech._v)
+        return self.jacobian(mech).dot(mech.v)
 
     def jacobian(self, mech) -> np.ndarray:
         raise ControlkitError(f"quantity {self.name!r} has no Jacobian")
@@ -159,12 +159,12 @@ class JointAngle(Quantity):
 
     def position(self, mech):
         if self.nq == 2:  # unbounded revolute stores (cos, sin)
-            c, s = mech._q[self.iq:self.iq + 2]
+            c, s = mech.q[self.iq:self.iq + 2]
             return np.array([np.arctan2(s, c)])
-        return mech._q[self.iq:self.iq + 1].copy()
+        return mech.q[self.iq:self.iq + 1].copy()
 
     def velocity(self, mech):
-        return mech._v[self.iv:self.iv + 1].copy()
+        return mech.v[self.iv:self.iv + 1].copy()
 
     def jacobian(self, mech):
         return self._J
@@ -185,9 +185,9 @@ class CachedQuantity(Quantity):
         raise NotImplementedError
 
     def _update(self, mech):
-        if self._version != mech._version:
+        if self._version != mech.state_version:
             self._c, self._cv, self._J, self._drift = self._evaluate(mech)
-            self._version = mech._version
+            self._version = mech.state_version
 
     def position(self, mech):
         self._update(mech)

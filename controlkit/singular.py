@@ -53,11 +53,11 @@ def without_noise_rows(J: np.ndarray) -> np.ndarray:
 
 
 def _scratch(mech):
-    s = getattr(mech, "_scratch", None)
+    s = mech.cache.get("scratch")
     if s is None:
         from .mechanism import Mechanism
         s = Mechanism(mech.model, name=f"{mech.name} (scratch)", actuated=mech.actuated_joints)
-        mech._scratch = s
+        mech.cache["scratch"] = s
     return s
 
 
@@ -102,7 +102,7 @@ def locked_directions(mech, cons, J: np.ndarray, memo: dict | None = None) -> np
         mkey = "full rank"  # the caller's cache is per constraint set already
     else:
         sig = tuple(getattr(c, "signature", c.name) for c in cons)
-        memo, mkey = mech.__dict__.setdefault("_full_rank_refs", {}), sig
+        memo, mkey = mech.cache.setdefault("full_rank_refs", {}), sig
         if len(memo) > 256:  # contact signatures come and go: keep the cache bounded
             memo.clear()
     ref = memo.get(mkey)
@@ -119,7 +119,7 @@ def locked_directions(mech, cons, J: np.ndarray, memo: dict | None = None) -> np
         return None  # no redundant combination
     if sig is None:
         sig = tuple(getattr(c, "signature", c.name) for c in cons)  # contact hinges change their rows
-    benign = mech.__dict__.setdefault("_benign_redundancy", set())
+    benign = mech.cache.setdefault("benign_redundancy", set())
     if (sig, rank) in benign:
         return None  # this set of constraints was found redundant but not critical before
     U, sv, Vt = np.linalg.svd(J)
@@ -133,7 +133,7 @@ def locked_directions(mech, cons, J: np.ndarray, memo: dict | None = None) -> np
     k = N.shape[1]
     if k == 0:
         return None
-    q = mech._q
+    q = mech.q
     d = [_drifts(mech, cons, q, N[:, i]) for i in range(k)]
     locked = []
     for j in range(Uz.shape[1]):

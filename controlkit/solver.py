@@ -1,5 +1,5 @@
 """Solving the per-step problem: direct when determinate, least squares with costs,
-quadprog when there are inequalities.
+a QP (:mod:`controlkit.qp`, quadprog by default) when there are inequalities.
 
 The motion equations ``M a + bias = S^T tau + Jc^T lam`` are always solvable
 for ``a`` (M is positive definite), so they are eliminated first:
@@ -16,24 +16,33 @@ remaining equalities, costs and inequalities are then posed on ``y`` alone.
   then the least sum of squared constraint forces (joints nobody controls are
   passive). With ``underdetermined="raise"`` an :class:`UnderdeterminedError`
   says how many unknowns are free.
-- Inequalities: quadprog on the null space of the equalities; infeasible sets
+- Inequalities: a QP (:func:`controlkit.qp.solve_qp`) on the null space of the equalities; infeasible sets
   raise :class:`SolverError` carrying the problem.
 """
 from __future__ import annotations
 
 import bisect
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
-import quadprog
 import scipy.linalg as sla
 from scipy.linalg import lapack
 
 from .equations import Problem
-from .errors import InconsistentEquationsError, SolverError, UnderdeterminedError
+from .errors import InconsistentEquationsError, QPError, SolverError, UnderdeterminedError
+from .linalg import (
+    RANK_TOL,
+    flat_split,
+    independent_rows,
+    min_norm,
+    min_norm_svd,
+    no_flat_by_bound,
+    no_flat_by_eigenvalues,
+    norm,
+    well_conditioned,
+)
+from .qp import solve_qp
 
-RANK_TOL = 1e-10  # singular values below RANK_TOL * largest count as zero
 RESIDUAL_TOL = 1e-8  # equality residual (relative to 1 + |b|) above this is a conflict
 
 
@@ -53,7 +62,25 @@ class Solution:
     undetermined: np.ndarray | None = None
 
 
-def _reduce(p: Problem):
+@dataclass
+class Reduction:
+    """The motion equations solved for the accelerations: ``a = P y + p0``, with y the torques and
+    forces not directly assigned.
+
+    Attributes:
+        P: (nv, ny) the accelerations per unit of each free unknown.
+        p0: (nv,) the accelerations with every free unknown zero (assigned ones at their values).
+        free: (nw,) bool over the torques and forces w = (tau, lam): which are free (in y).
+        wF: (nw,) the assigned values (zero where free).
+    """
+
+    P: np.ndarray
+    p0: np.ndarray
+    free: np.ndarray
+    wF: np.ndarray
+
+
+def _reduce(p: Problem) -> Reduction:
     """Eliminate a with the motion equations; return the maps for y (free torques and forces)."""
     L = p.layout
     nv, nx = L.nv, L.nx
@@ -69,7 +96,7 @@ def _reduce(p: Problem):
         np.negative(p.bias, out=X[:, nw])
         X = msolve(X)
         free, wF = _nothing_assigned(nw)
-        return X[:, :nw], X[:, nw], free, wF
+        return Reduction(X[:, :nw], X[:, nw], free, wF)
     wF = np.zeros(nw)
     free = np.ones(nw, dtype=bool)
     fixed_cols = np.concatenate([c for _, c, _ in p.fixed])
@@ -86,7 +113,7 @@ def _reduce(p: Problem):
     X[:, :ny] = B[:, free]
     X[:, ny] = B.dot(wF) - p.bias
     X = msolve(X)
-    return X[:, :ny], X[:, ny], free, wF
+    return Reduction(X[:, :ny], X[:, ny], free, wF)
 
 
 _UNASSIGNED: dict[int, tuple[np.ndarray, np.ndarray]] = {}
@@ -189,11 +216,12 @@ def _dense_mass_solve(M):
     return lambda b: sla.cho_solve(chol, b, check_finite=False)
 
 
-def _reduce_rows(Aa, Aw, b, P, p0, free, wF, nv):
+def _reduce_rows(Aa, Aw, b, red: Reduction):
     """Rows ``Aa a + Aw w = b`` in y: ``Aa P + Aw[:, free]``, ``b - Aa p0 - Aw wF`` (None blocks are zero).
 
     The returned E may be ``Aw`` itself (shared): read it, do not write it.
     """
+    P, p0, free, wF = red.P, red.p0, red.free, red.wF
     everything = len(free) == P.shape[1]  # every torque and force free (nothing assigned): no selection
     if Aa is None:
         if Aw is None:
@@ -210,20 +238,15 @@ def _reduce_rows(Aa, Aw, b, P, p0, free, wF, nv):
     return E, f
 
 
-def _stack(rows, P, p0, free, wF, nv, ny):
+def _stack(rows, red: Reduction, ny):
     """Stacked rows (:class:`~controlkit.equations.Rows`) in y, weighted for costs: (E, f)."""
     if not len(rows):
         return np.zeros((0, ny)), np.zeros(0)
-    E, f = _reduce_rows(rows.Aa, rows.Aw, rows.b, P, p0, free, wF, nv)
+    E, f = _reduce_rows(rows.Aa, rows.Aw, rows.b, red)
     if rows.weight is not None:
         w = rows.weight
         E, f = w[:, None] * E, w * f
     return E, f
-
-
-def _norm(x: np.ndarray) -> float:
-    """Euclidean norm of a vector (np.linalg.norm's generality costs more than the sum here)."""
-    return math.sqrt(float(np.vdot(x, x)))
 
 
 def _conflicts(E, f, owners, U, r):
@@ -233,101 +256,12 @@ def _conflicts(E, f, owners, U, r):
     return list(dict.fromkeys(o for o, flag in zip(owners, big) if flag))
 
 
-def _min_norm(E, f):
-    """Minimum-norm least-squares solution, rank, left basis, null space basis.
-
-    The left basis is None when a QR factorization proved E of full rank (the common case,
-    several times cheaper than the SVD); a caller that needs it then calls :func:`_min_norm_svd`.
-    """
-    out = _full_rank_qr(E, f)
-    return out if out is not None else _min_norm_svd(E, f, left=False)
-
-
-def _min_norm_svd(E, f, left: bool = True):
-    """:func:`_min_norm` by the SVD, whatever E's rank.
-
-    ``left=False``: the left basis is not needed (returned as None), so a tall E's SVD computes
-    only its first n left singular vectors (a 56 x 6 cost block's U is 56 x 6, not 56 x 56).
-    """
-    m, n = E.shape
-    U, s, Vt = np.linalg.svd(E, full_matrices=left or m <= n)  # a wide E needs all of V for its null space
-    r = int(np.sum(s > RANK_TOL * max(1.0, s[0] if s.size else 0.0)))
-    y = Vt[:r].T @ ((U[:, :r].T @ f) / s[:r])
-    return y, r, (U if left else None), Vt[r:].T
-
-
-_UPPER: dict[int, np.ndarray] = {}
-
-
-def _upper(k: int) -> np.ndarray:
-    """The (k, k) upper-triangular mask of ones (cached)."""
-    m = _UPPER.get(k)
-    if m is None:
-        m = _UPPER[k] = np.triu(np.ones((k, k)))
-    return m
-
-
-_NULL_RHS: dict[tuple[int, int], np.ndarray] = {}
-
-
-def _null_rhs(n: int, m: int) -> np.ndarray:
-    """A new (n, n - m + 1) Fortran-ordered array: zeros, with the identity in rows m: and columns 1:."""
-    C = _NULL_RHS.get((n, m))
-    if C is None:
-        C = _NULL_RHS[(n, m)] = np.zeros((n, n - m + 1), order="F")
-        C[m:, 1:] = np.eye(n - m)
-    return C.copy(order="F")
-
-
-def _full_rank_qr(E, f):
-    """:func:`_min_norm` by a Householder QR when E provably has full rank, else None.
-
-    The SVD would count every singular value above ``RANK_TOL * max(1, s_max)``. With
-    ``E^T = Q R`` (wide E) or ``E = Q R`` (tall E), ``s_min >= 1 / |R^-1|_F`` and
-    ``s_max <= |R|_F``; when the first bound clears the threshold (with a margin of 2 for
-    rounding) the SVD's rank is the full rank, and the minimum-norm solution and an
-    orthonormal null space basis come from the QR factors. Everything downstream depends on
-    the null space only through the subspace it spans, so results agree to rounding.
-    """
-    m, n = E.shape
-    if m == 0 or n == 0:
-        return None
-    wide = m <= n
-    k = m if wide else n
-    qr, tau, _, info = lapack.dgeqrf(E.T if wide else E)
-    if info != 0:
-        return None
-    Ri, info = lapack.dtrtri(qr[:k] * _upper(k))  # (np.triu costs more than the inverse)
-    if info != 0:
-        return None
-    ri, ee = Ri.ravel(order="K"), E.ravel(order="K")
-    smin_lb = 1.0 / math.sqrt(float(ri.dot(ri)))
-    if not smin_lb > 2.0 * RANK_TOL * max(1.0, math.sqrt(float(ee.dot(ee)))):  # |R|_F = |E|_F
-        return None
-    if wide:
-        # y = Q1 R^-T f is the minimum-norm solution; Q's other columns span the null space:
-        # both at once as Q [[R^-T f, 0], [0, I]] (the reflectors applied to n - m + 1 columns,
-        # without forming Q)
-        C = _null_rhs(n, m)
-        C[:m, 0] = Ri.T.dot(f)
-        QC, _, info = lapack.dormqr("L", "N", qr, tau, C, n - m + 1, 1)
-        if info != 0:
-            return None
-        return QC[:, 0], m, None, QC[:, 1:]
-    # tall: the unique least-squares solution y = R^-1 Q1^T f; no null space
-    cq, _, info = lapack.dormqr("L", "T", qr, tau, f[:, None], lwork=max(1, n))
-    if info != 0:
-        return None
-    y = Ri.dot(cq[:n, 0])
-    return y, n, None, np.zeros((n, 0))
-
-
 def solve(p: Problem, method: str = "auto") -> Solution:
     """Solve a problem built by :func:`controlkit.equations.build_problem`.
 
     Args:
         p: the problem.
-        method: ``"auto"``; ``"qp"`` forces quadprog even for equality-only problems
+        method: ``"auto"``; ``"qp"`` forces the QP solver even for equality-only problems
             (for checking one method against the other).
     """
     try:
@@ -339,7 +273,6 @@ def solve(p: Problem, method: str = "auto") -> Solution:
 
 def _solve(p: Problem, method: str) -> Solution:
     L = p.layout
-    nv = L.nv
     eq_spans = p.eq_rows.spans
     if method == "auto" and not (p.cost_rows.spans or p.ineq_rows.spans):
         if not eq_spans:
@@ -348,23 +281,24 @@ def _solve(p: Problem, method: str) -> Solution:
             sol = _constrained_forward(p)
             if sol is not None:
                 return sol
-    P, p0, free, wF = _reduce(p)
-    ny = P.shape[1]
-    E, f = _stack(p.eq_rows, P, p0, free, wF, nv, ny)
-    y, r, U, N = _min_norm(E, f) if E.shape[0] else (np.zeros(ny), 0, np.zeros((0, 0)), np.eye(ny))
+    red = _reduce(p)
+    free = red.free
+    ny = red.P.shape[1]
+    E, f = _stack(p.eq_rows, red, ny)
+    y, r, U, N = min_norm(E, f) if E.shape[0] else (np.zeros(ny), 0, np.zeros((0, 0)), np.eye(ny))
     if E.shape[0]:
         res = E.dot(y) - f
-        nres, tol = _norm(res), RESIDUAL_TOL * (1.0 + _norm(f))
+        nres, tol = norm(res), RESIDUAL_TOL * (1.0 + norm(f))
         if U is None and nres > tol:
             # full rank yet a residual (only a tall E can have one): redo it by the SVD, which
             # names the conflicting rows
-            y, r, U, N = _min_norm_svd(E, f)
+            y, r, U, N = min_norm_svd(E, f)
             res = E @ y - f
-            nres = _norm(res)
+            nres = norm(res)
         if nres > tol:
             names = _conflicts(E, f, p.eq_rows.owners(), U, r)
             hint = ""
-            if names == ["constraints"] and nres <= 1e-4 * (1.0 + _norm(f)):
+            if names == ["constraints"] and nres <= 1e-4 * (1.0 + norm(f)):
                 hint = ("; only the constraints' own rows disagree, and slightly: dependent closure rows whose "
                         "second-order terms differ (a closure at a singular configuration)")
             raise InconsistentEquationsError(
@@ -374,13 +308,13 @@ def _solve(p: Problem, method: str) -> Solution:
     tau_rows = np.flatnonzero(free[: L.ntau]) if p.fixed else _all_rows(L.ntau)
     if p.ineq_rows.spans or method == "qp":
         if not p.default_cost:
-            _complete(p, P, p0, free, wF, y, N, tau_rows)  # raises if the costs leave motion free
-        y = _qp(p, P, p0, free, wF, y, N, E, f, method, tau_rows)
-        return _unpack(p, P, p0, free, wF, y, np.zeros((ny, 0)), "qp")
+            _complete(p, red, y, N, tau_rows)  # raises if the costs leave motion free
+        y = _qp(p, red, y, N, E, f, method, tau_rows)
+        return _unpack(p, red, y, np.zeros((ny, 0)), "qp")
     undetermined = None
     if N.shape[1]:
-        y, N, solver, undetermined = _complete(p, P, p0, free, wF, y, N, tau_rows)
-    sol = _unpack(p, P, p0, free, wF, y, N, solver)
+        y, N, solver, undetermined = _complete(p, red, y, N, tau_rows)
+    sol = _unpack(p, red, y, N, solver)
     sol.undetermined = undetermined
     return sol
 
@@ -406,14 +340,14 @@ def _motion_free(P, N, tau_rows):
     return int(np.sum(sv > 1e-9 * max(1.0, np.abs(P).max(initial=0.0))))
 
 
-def _complete(p, P, p0, free, wF, y, N, tau_rows):
+def _complete(p, red: Reduction, y, N, tau_rows):
     """Fix the directions the equalities leave free: costs, then regularizations, then the default (or raise)."""
-    nv = p.layout.nv
+    P = red.P
     solver = "direct"
     for rows in (p.cost_rows, p.reg_rows):
         if rows is not None and rows.spans and N.shape[1]:
-            C, d = _stack(rows, P, p0, free, wF, nv, P.shape[1])
-            z, r, _, K = _min_norm(C.dot(N), d - C.dot(y))
+            C, d = _stack(rows, red, P.shape[1])
+            z, r, _, K = min_norm(C.dot(N), d - C.dot(y))
             y, N = y + N.dot(z), N.dot(K)
             solver = "lstsq"
     nfree = 0 if p.default_cost else _motion_free(P, N, tau_rows)  # (an SVD: only when it can raise)
@@ -428,7 +362,7 @@ def _complete(p, P, p0, free, wF, y, N, tau_rows):
             undetermined = PN
     if N.shape[1] and len(tau_rows):
         # default, first stage: least squared control torques
-        z, r, _, K = _min_norm(N[tau_rows], -y[tau_rows])
+        z, r, _, K = min_norm(N[tau_rows], -y[tau_rows])
         y, N = y + N.dot(z), N.dot(K)
     if N.shape[1]:
         # second stage: least squared constraint forces (y is min-norm only within N)
@@ -443,23 +377,22 @@ def _default_weights(ny, tau_rows):
     return D
 
 
-def _qp(p, P, p0, free, wF, y0, N, E, f, method, tau_rows):
-    """quadprog on z with y = y0 + N z (or, for method='qp', on y with equality rows)."""
-    nv, ny = p.layout.nv, P.shape[1]
-    G, g = _stack(p.ineq_rows, P, p0, free, wF, nv, ny)
-    C, d = _stack(p.cost_rows, P, p0, free, wF, nv, ny)
+def _qp(p, red: Reduction, y0, N, E, f, method, tau_rows):
+    """The QP (:func:`controlkit.qp.solve_qp`) on z with y = y0 + N z (or, for method='qp', on y
+    with equality rows)."""
+    ny = red.P.shape[1]
+    G, g = _stack(p.ineq_rows, red, ny)
+    C, d = _stack(p.cost_rows, red, ny)
     if method == "qp":
         # the whole problem in y: cost (user + default), independent equality rows
         H = C.T @ C if C.size else np.zeros((ny, ny))
         c = C.T @ d if C.size else np.zeros(ny)
-        R, r = _stack(p.reg_rows, P, p0, free, wF, nv, ny) if p.reg_rows is not None else (np.zeros((0, ny)), None)
+        R, r = _stack(p.reg_rows, red, ny) if p.reg_rows is not None else (np.zeros((0, ny)), None)
         H, c = _with_default(H, c, lambda: (np.diag(_default_weights(ny, tau_rows)), np.zeros(ny)),
                              (lambda: (R, r)) if len(R) else None)
-        rows = _independent_rows(E)
-        Aeq, beq = E[rows], f[rows]
-        Cq = np.vstack([Aeq, -G]).T if (Aeq.size or G.size) else np.zeros((ny, 0))
-        bq = np.concatenate([beq, -g])
-        return _call_quadprog(p, H, c, Cq, bq, len(rows))
+        rows = independent_rows(E)
+        # (c is the cost's gradient with a minus sign: the QP's linear term is -c)
+        return _call_qp(p, H, -c, E[rows], f[rows], G, g)
     if N.shape[1] == 0:
         if G.size and np.any(G @ y0 - g > 1e-9 * (1 + np.abs(g))):
             _raise_infeasible(p, G @ y0 - g)
@@ -478,7 +411,7 @@ def _qp(p, P, p0, free, wF, y0, N, E, f, method, tau_rows):
         return (N.T * Dy).dot(N), -N.T.dot(Dy * y0)  # N^T diag(D) N, without forming diag(D)
 
     def regularization():
-        R, r = _stack(p.reg_rows, P, p0, free, wF, nv, ny)
+        R, r = _stack(p.reg_rows, red, ny)
         return R.dot(N), r - R.dot(y0)
 
     has_reg = p.reg_rows is not None and bool(p.reg_rows.spans)
@@ -486,7 +419,7 @@ def _qp(p, P, p0, free, wF, y0, N, E, f, method, tau_rows):
     GN, slack = G.dot(N), g - G.dot(y0)  # the inequalities on z: GN z <= slack
     z = _inside(H, c, GN, slack)
     if z is None:
-        z = _call_quadprog(p, H, c, -GN.T, -slack, 0)
+        z = _call_qp(p, H, -c, None, None, GN, slack)
     return y0 + N.dot(z)
 
 
@@ -509,7 +442,7 @@ def _with_default(H, c, default, regularization=None, memo: dict | None = None):
     """Add the default cost (``default() -> (Hessian, linear term)``) only where the user cost H is flat.
 
     Its flat directions are the eigenvectors with eigenvalues at most ``RANK_TOL * max(1, w_max)``;
-    when H provably has none (:func:`_no_flat_direction`), the eigenvectors (and the default) are skipped.
+    when H provably has none (:func:`controlkit.linalg.no_flat_direction`), the eigenvectors (and the default) are skipped.
     The user's regularizations, when given as ``regularization() -> (R, r)`` (the Hessian ``R^T R``,
     the linear term ``R^T r``), take those directions first; the default takes what they leave flat.
     ``memo`` (a problem's ``factors``) remembers what the last H needed: a servo's H keeps its kind
@@ -521,12 +454,12 @@ def _with_default(H, c, default, regularization=None, memo: dict | None = None):
         return _nudged(H), c
     last = memo.get("flat") if memo is not None else None  # None, "eigenvalues" or "flat"
     if last != "flat":
-        bound = last is None and _no_flat_by_bound(H)
-        if bound or _no_flat_by_eigenvalues(H):
+        bound = last is None and no_flat_by_bound(H)
+        if bound or no_flat_by_eigenvalues(H):
             if memo is not None:
                 memo["flat"] = None if bound else "eigenvalues"
             return _nudged(H), c  # what the eigendecomposition gives when nothing is flat
-    F, V, w = _flat_split(H)
+    F, V, w = flat_split(H)
     if memo is not None:
         memo["flat"] = "flat" if F.shape[1] else "eigenvalues"
     if not F.shape[1]:
@@ -570,98 +503,19 @@ def _regularize(H, c, F, regularization, z_costs, trace):
     FH *= k
     H = H + FH.dot(F.T)
     c = c + F.dot(RF.T.dot(k * (r - R.dot(z_costs))))
-    if _well_conditioned(HF, scale):
+    if well_conditioned(HF, scale):
         return H, c, F[:, :0]  # nothing left flat (proved without the eigenvectors)
     w, V = np.linalg.eigh(HF)
     wl = w.tolist()
     return H, c, F @ V[:, : bisect.bisect_right(wl, RANK_TOL * wl[-1])]
 
 
-def _well_conditioned(H, trace: float) -> bool:
-    """Whether the symmetric H (trace given) provably has every eigenvalue above ``RANK_TOL * w_max``
-    (False: maybe not), by :func:`_least_eigenvalue_bound` and ``w_max <= trace``."""
-    if len(H) == 1:
-        return trace > 0.0  # (its one eigenvalue is its trace)
-    bound = _least_eigenvalue_bound(H)
-    return bound is not None and bound > 2.0 * RANK_TOL * trace
-
-
-def _least_eigenvalue_bound(H) -> float | None:
-    """A lower bound of the symmetric H's least eigenvalue: ``1 / |R^-1|_F^2`` with ``H = R^T R``
-    (two triangular kernels); 0 when R cannot be inverted, None when the Cholesky factor fails
-    (H numerically singular or indefinite). The factor 2 its callers ask more covers rounding."""
-    R, info = lapack.dpotrf(H, lower=0, clean=1)
-    if info != 0:
-        return None
-    Ri, info = lapack.dtrtri(R, lower=0)
-    if info != 0:
-        return 0.0
-    ri = Ri.ravel(order="K")
-    return 1.0 / float(ri.dot(ri))
-
-
-def _flat_directions(H) -> np.ndarray:
-    """Orthonormal eigenvectors (n, k) of the symmetric H with eigenvalues ``<= RANK_TOL * max(1, w_max)``."""
-    return _flat_split(H)[0]
-
-
-def _flat_split(H):
-    """H's eigendecomposition split at ``RANK_TOL * max(1, w_max)``: the flat directions F (n, k),
-    the others V (n, n - k) and their eigenvalues w (n - k,).
-
-    LAPACK's dsyevd on the lower triangle, the routine numpy's ``eigh`` calls (the same results,
-    bit for bit, with scipy's and numpy's bundled OpenBLAS here) without its wrapper's Python
-    overhead: the walking servo decomposes at 4 ticks in 5. When H's flat eigenvalues sit close
-    to the next ones, their subspace is only defined to that gap, and another LAPACK build's
-    eigenvectors move the solution by that much.
-    """
-    w, V, info = lapack.dsyevd(H, lower=1)  # ascending: the flat ones first
-    if info != 0:
-        raise np.linalg.LinAlgError(f"dsyevd did not converge (info {info})")
-    wl = w.tolist()  # (bisect on floats: numpy's searchsorted costs more on 16 numbers)
-    k = bisect.bisect_right(wl, RANK_TOL * max(1.0, wl[-1])) if wl else 0
-    return V[:, :k], V[:, k:], w[k:]
-
-
-def _no_flat_direction(H) -> bool:
-    """Whether the symmetric H has every eigenvalue above ``RANK_TOL * max(1, w_max)`` (False: maybe not).
-
-    With ``H = R^T R`` (Cholesky), ``w_min >= 1 / |R^-1|_F^2`` and ``w_max <= trace(H)``: a proof at
-    the price of two triangular kernels (a margin of 2 covers rounding). When the bounds are too loose
-    (a cost Hessian conditioned near 1 / RANK_TOL, as the walking servo's with a swing foot), H's
-    eigenvalues alone decide, with a margin of 1e-6 for their rounding (computing no eigenvectors
-    costs a third of the decomposition). A failed Cholesky factor means H is numerically singular.
-    """
-    return _no_flat_by_bound(H) or _no_flat_by_eigenvalues(H)
-
-
-def _no_flat_by_bound(H) -> bool:
-    """:func:`_no_flat_direction`'s proof by the Cholesky bound alone (False: not proved)."""
-    bound = _least_eigenvalue_bound(H)
-    return bound is not None and bound > 2.0 * RANK_TOL * max(1.0, sum(H.diagonal().tolist()))
-
-
-def _no_flat_by_eigenvalues(H) -> bool:
-    """:func:`_no_flat_direction`'s proof by H's eigenvalues (LAPACK's dsyevr without vectors:
-    the cheapest of its symmetric eigenvalue drivers at these sizes)."""
-    w, _, _, _, info = lapack.dsyevr(H, compute_v=0)
-    return info == 0 and w[0] > (1.0 + 1e-6) * RANK_TOL * max(1.0, w[-1])
-
-
-def _independent_rows(E):
-    if E.shape[0] == 0:
-        return np.zeros(0, dtype=int)
-    _, R, piv = sla.qr(E.T, pivoting=True, mode="economic")
-    dg = np.abs(np.diag(R))
-    r = int(np.sum(dg > RANK_TOL * max(1.0, dg[0])))
-    return np.sort(piv[:r])
-
-
-def _call_quadprog(p, H, c, Cq, bq, meq):
+def _call_qp(p, H, c, A_eq, b_eq, G, h):
+    """:func:`controlkit.qp.solve_qp`'s minimizer; its failure raised as a SolverError with the problem."""
     try:
-        return quadprog.solve_qp(H, c, Cq, bq, meq)[0]
-    except ValueError as exc:
-        raise SolverError(f"t = {p.time:.6g} s: the QP has no solution ({exc}).\n{p}", p, p.time) from exc
+        return solve_qp(H, c, A_eq, b_eq, G, h).x
+    except QPError as exc:
+        raise SolverError(f"t = {p.time:.6g} s: the QP has no solution ({exc.reason}).\n{p}", p, p.time) from exc
 
 
 def _raise_infeasible(p, viol):
@@ -669,9 +523,10 @@ def _raise_infeasible(p, viol):
                       f"{viol.max():.3g}) and nothing is left free.\n{p}", p, p.time)
 
 
-def _unpack(p, P, p0, free, wF, y, N, method) -> Solution:
+def _unpack(p, red: Reduction, y, N, method) -> Solution:
     L = p.layout
-    a = P.dot(y) + p0
+    free, wF = red.free, red.wF
+    a = red.P.dot(y) + red.p0
     if p.fixed:
         w = wF.copy()
         w[free] = y

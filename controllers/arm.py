@@ -78,10 +78,10 @@ class JointAngles(Quantity):
         self._J[np.arange(self.size), self.iv] = 1.0
 
     def position(self, mech) -> np.ndarray:
-        return mech._q[self.iq].copy()
+        return mech.q[self.iq].copy()
 
     def velocity(self, mech) -> np.ndarray:
-        return mech._v[self.iv].copy()
+        return mech.v[self.iv].copy()
 
     def jacobian(self, mech) -> np.ndarray:
         return self._J
@@ -378,7 +378,7 @@ def stop_when_unsafe(tool: str, min_manipulability: float = 1e-2, max_speed: flo
 
     def program(ctl):
         m = Manipulability(ctl.mech, tool)
-        yield ctl.until(lambda: ctl.value(m)[0] < min_manipulability or np.abs(ctl.mech._v).max() > max_speed,
+        yield ctl.until(lambda: ctl.value(m)[0] < min_manipulability or np.abs(ctl.mech.v).max() > max_speed,
                         label=f"manipulability < {min_manipulability:g} or speed > {max_speed:g}")
         mu, speed = float(ctl.value(m)[0]), float(np.abs(ctl.v).max())
         reason = "singular" if mu < min_manipulability else "runaway"

@@ -117,7 +117,7 @@ class Biped:
                 heel = heels[side] if isinstance(heels[side], tuple) else (heels[side], None)
             hip = hips[side] if hips else _joint_frame(mech, legs[side][0])
             feet[side] = Foot(side, frame, sole_geoms[side], a, b, depth, heel, hip)
-        for side, joints in legs.items():
+        for joints in legs.values():
             for j in joints:
                 mech.joint_id(j)  # raises UnknownNameError listing the joints
         effort = np.asarray(model.effortLimit, dtype=float)[6 if _floating(model) else 0:]

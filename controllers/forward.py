@@ -64,13 +64,6 @@ def _split(Jc: np.ndarray, nv: int) -> tuple[np.ndarray, np.ndarray]:
     return Vt[:r].T @ (U[:, :r].T / s[:r, None]), Vt[r:].T
 
 
-def consistent_accelerations(a: np.ndarray, Jc: np.ndarray, drift: np.ndarray) -> np.ndarray:
-    """The accelerations (nv,) closest to ``a`` that satisfy ``Jc a + drift = 0``."""
-    if Jc.shape[0] == 0:
-        return a
-    return a - _split(Jc, a.size)[0] @ (Jc @ a + drift)
-
-
 def projected_torques(mech, generalized: np.ndarray, Jc: np.ndarray, tol: float = 1e-8,
                       null: np.ndarray | None = None) -> np.ndarray:
     """The smallest torques (ntau,) that balance ``generalized`` forces (nv,) up to constraint forces.

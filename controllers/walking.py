@@ -152,19 +152,19 @@ def walk(ctl, steps: int | None = None, gait: Gait = THESIS_GAIT):
         stiffen_knee(ctl, stance, STANCE_KNEE, 0.1)
         orient_with_pd(ctl, swing.foot_orientation, swing.foot, FOOT_STRIKE_ORIENTATION, gait.step_time)
         set_angle_with_pd(ctl, swing.toe_angle, swing.toe_joint, TOE_STRAIGHT, gait.step_time)
-        yield ctl.until(lambda: distance_to_target(ctl, swing, target) < CLOSE_TO_TARGET,
+        yield ctl.until(lambda: distance_to_target(ctl, swing, target) < CLOSE_TO_TARGET,  # noqa: B023 (the program waits at this yield: the condition is called in this iteration only)
                         label=f"{swing.heel} near target")
 
         # R-LANDING: the leading leg is stiffened as the foot nears the ground
         ctl.remove(swing.heel_traj)
         stiffen_knee(ctl, swing, joint_angle(ctl, swing.knee), 0.05)  # thesis: 175 deg (note 3)
-        yield ctl.until(lambda: heel_has_touched(ctl, swing), label=f"{swing.heel} touched")
+        yield ctl.until(lambda: heel_has_touched(ctl, swing), label=f"{swing.heel} touched")  # noqa: B023 (the program waits at this yield: the condition is called in this iteration only)
         taken += 1
         ctl.log("heel strike", foot=swing.foot, target=target.tolist(), heel=position(ctl, swing.heel).tolist())
         ctl.remove(swing.foot_orientation, swing.toe_angle)
         grip_heel(ctl, swing)  # the shoe takes the heel and turns the foot flat (note 4)
         if steps is not None and taken >= steps:
-            yield ctl.until(lambda: foot_is_flat(ctl, swing), label=f"{swing.foot} flat")
+            yield ctl.until(lambda: foot_is_flat(ctl, swing), label=f"{swing.foot} flat")  # noqa: B023 (the program waits at this yield: the condition is called in this iteration only)
             lay_foot_flat(ctl, swing)
             return  # standing on both feet
 
@@ -172,9 +172,9 @@ def walk(ctl, steps: int | None = None, gait: Gait = THESIS_GAIT):
         ctl.remove(stance.knee_angle)
         lift_heel(ctl, stance)
         stiffen_knee(ctl, stance, TAKEOFF_KNEE, 0.1)  # thesis: 160 deg (note 5)
-        yield ctl.until(lambda: foot_is_flat(ctl, swing), label=f"{swing.foot} flat")
+        yield ctl.until(lambda: foot_is_flat(ctl, swing), label=f"{swing.foot} flat")  # noqa: B023 (the program waits at this yield: the condition is called in this iteration only)
         lay_foot_flat(ctl, swing)
-        yield ctl.until(lambda: joint_angle(ctl, stance.toe_joint) > TOE_LIFTED, label=f"{stance.toe_joint} lifted")
+        yield ctl.until(lambda: joint_angle(ctl, stance.toe_joint) > TOE_LIFTED, label=f"{stance.toe_joint} lifted")  # noqa: B023 (the program waits at this yield: the condition is called in this iteration only)
         ctl.remove(stance.knee_angle)
         leave_ground(ctl, stance)
 

@@ -1,4 +1,4 @@
-"""Walking by forward dynamics on real contact (issue 7 part 2): the walking program of
+"""Walking by forward dynamics on real contact (walking part 2): the walking program of
 :mod:`controllers.walking` (thesis Fig. 6.7-6.9) driving a whole-body QP, for any biped.
 
 The robot is a :class:`~controllers.biped_model.Biped` (its soles, legs, torso and held joints by
@@ -81,8 +81,8 @@ from controlkit.equations import EquationSet
 from controlkit.expressions import TimeFunction, acc, orientation_error, pos, vel
 from controlkit.quantities import CenterOfMass, ControlTorques, FrameOrientation, FramePoint, JointAccelerations
 from controllers.arm import smooth_ramp
-from controllers.gait import Gait
 from controllers.biped_model import Biped, Foot
+from controllers.gait import Gait
 from controllers.primitives import Quintic
 from controllers.walk_plan import DIRECTION, Step, WalkPlan, _yaw
 from controllers.whole_body import FootContact, note_loads
@@ -328,8 +328,8 @@ def walk(ctl, body: WholeBody, plan: WalkPlan):
     body.plant(ctl, "r")
     level = {s: ctl.value(ctl.orientation(legs[s].frame)).copy() for s in "lr"}
     taken = 0
-    for k, step in enumerate(plan.steps):
-        swing, stance = legs[step.side], legs["l" if step.side == "r" else "r"]
+    for step in plan.steps:
+        swing = legs[step.side]
         # L-TAKEOFF (double support): the load leaves the trailing foot before it lifts (note 3)
         unload = step.lift - UNLOAD_TIME
         if ctl.t < unload:
@@ -344,17 +344,17 @@ def walk(ctl, body: WholeBody, plan: WalkPlan):
         body.track_point(swing.heel_traj, swing.heel, path)
         R = level[step.side] if step.heading == 0.0 else _yaw(step.heading) @ level[step.side]
         body.hold_orientation(swing.orientation_task, swing.frame, R)
-        yield ctl.until(lambda: distance_to_target(ctl, swing, step.target) < CLOSE_TO_TARGET,
+        yield ctl.until(lambda: distance_to_target(ctl, swing, step.target) < CLOSE_TO_TARGET,  # noqa: B023 (the program waits at this yield: the condition is called in this iteration only)
                         label=f"{swing.frame} heel near target")
         # R-LANDING: the heel comes on down at the strike speed (the path goes on at it)
-        yield ctl.until(lambda: foot_has_touched(ctl, swing), label=f"{swing.frame} touched")
+        yield ctl.until(lambda: foot_has_touched(ctl, swing), label=f"{swing.frame} touched")  # noqa: B023 (the program waits at this yield: the condition is called in this iteration only)
         taken += 1
         ctl.log("heel strike", foot=swing.frame, geom=swing.geom, target=step.target.tolist(),
                 heel=ctl.value(ctl.point(*swing.heel)).tolist())
         # it settles flat, still level and pressed down by its path, before it is planted: the
         # servo's model holds a planted foot flat, and one still on an edge would be pushed about
         touched = ctl.t
-        yield ctl.until(lambda: foot_is_flat(ctl, swing) or ctl.t > touched + SETTLE_TIME,
+        yield ctl.until(lambda: foot_is_flat(ctl, swing) or ctl.t > touched + SETTLE_TIME,  # noqa: B023 (the program waits at this yield: the condition is called in this iteration only)
                         label=f"{swing.frame} flat")
         body.remove(swing.heel_traj, swing.orientation_task)
         t0 = ctl.t

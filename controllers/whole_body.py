@@ -1,4 +1,4 @@
-"""Whole-body QP control for forward dynamics on real contact: the stance (issue 7, part 2).
+"""Whole-body QP control for forward dynamics on real contact: the stance of walking part 2.
 
 At its own clock the controller reads the measured state, puts it on *its own model* of the
 robot (which may be wrong: a 10% heavier torso) and solves one QP with controlkit's solver.

@@ -25,11 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
+from controlkit.quantities import FramePoint
 from controlkit.studies.compare import ROBOT_CIRCLES, TaskSetup, circle_setup
+from controllers.arm import PathError
 from sim.runner import Scenario
 from sim.simulator import Simulator
-from controlkit.quantities import FramePoint
-from controllers.arm import PathError
 
 #: the wrist joint whose posture target is pushed past its limit
 PUSHED = {"panda": "panda_joint7", "ur5": "wrist_3_joint"}

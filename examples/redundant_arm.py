@@ -50,9 +50,18 @@ import numpy as np
 import robots
 from controlkit.errors import ControlkitError
 from controlkit.quantities import FramePoint
-from controllers.arm import (COSTS, JointAngles, Manipulability, PathError, PointAcceleration, SolvedAccelerations,
-                             reach_path, redundant_arm_program, stop_when_unsafe)
 from controlkit.studies.compare import ARM_CIRCLE, arm_circle
+from controllers.arm import (
+    COSTS,
+    JointAngles,
+    Manipulability,
+    PathError,
+    PointAcceleration,
+    SolvedAccelerations,
+    reach_path,
+    redundant_arm_program,
+    stop_when_unsafe,
+)
 from sim.runner import Scenario
 from sim.simulator import Simulator
 

@@ -2,8 +2,8 @@
 import numpy as np
 
 import robots
-from controllers import set_angle_with_pd, set_angle_with_quintic
 from controlkit.quantities import FramePoint
+from controllers import set_angle_with_pd, set_angle_with_quintic
 from sim.runner import Scenario, run_scenario
 from sim.simulator import Simulator
 

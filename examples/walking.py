@@ -19,8 +19,7 @@ import robots
 from controlkit.quantities import ControlTorque, FrameOrientation, FramePoint, JointAngle
 from controllers.gait import gait_with
 from controllers.walking import THESIS_GAIT, walk
-from controllers.walking_stats import RollPitchYaw, Stack
-from controllers.walking_stats import format_walking_statistics, walking_statistics  # noqa: F401 (bench/walking.py)
+from controllers.walking_stats import RollPitchYaw, Stack, format_walking_statistics, walking_statistics  # noqa: F401 (bench/walking.py)
 from sim.runner import Scenario, run_scenario
 from sim.simulator import Simulator
 
@@ -115,7 +114,7 @@ class _ConstraintError:
         cons = list(mech.constraints.values())
         if not cons:
             return np.zeros(2)
-        v = mech._v
+        v = mech.v
         return np.array([max(float(np.abs(c.error()).max()) for c in cons),
                          max(float(np.abs(c.jacobian() @ v).max()) for c in cons)])
 

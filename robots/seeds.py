@@ -18,7 +18,16 @@ from .arm import redundant_arm
 from .biped import biped
 from .linkages import critical_form, four_bar
 from .pendulums import THESIS_TO_WORLD, pendulum_chain, thesis_pendulum, thesis_pendulum_scene, three_r_pendulum
-from .scenes import ball_on_ground, box_on_ground, box_on_slope, brick_stack, friction_block, ground_body, newtons_cradle, three_spheres
+from .scenes import (
+    ball_on_ground,
+    box_on_ground,
+    box_on_slope,
+    brick_stack,
+    friction_block,
+    ground_body,
+    newtons_cradle,
+    three_spheres,
+)
 
 SEEDS = {
     "thesis_pendulum_scene": thesis_pendulum_scene,

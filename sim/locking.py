@@ -223,7 +223,7 @@ def lock_joint(sim, joint: str, method: str = "momentum", formulation: str = "re
             kinetic_energy_before=res.kinetic_energy_before, kinetic_energy_after=res.kinetic_energy_after,
             momentum_before=res.momentum_before.tolist(), momentum_after=res.momentum_after.tolist())
     sim.set_state(v=v1)
-    sim.__dict__.setdefault("lock_results", []).append(res)
+    sim.lock_results.append(res)
     return res
 
 

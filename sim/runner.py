@@ -129,6 +129,7 @@ def run_scenario(scn: Scenario, *, seconds: float | None = None, out: str | Path
         quiet: no progress bar, no printing.
     """
     from controlkit.report import Progress, export_html, format_statistics, plot_quantities, run_statistics
+
     from .validation import run_duration
     sim = scn.sim
     duration = run_duration(scn.seconds if seconds is None else seconds)  # (before the progress bar uses it)

@@ -21,22 +21,22 @@ import heapq
 import itertools
 import math
 import time as _time
-from typing import Callable, Iterable
+from typing import Callable
 
 import numpy as np
 
 from controlkit.dynamics import evaluate
 from controlkit.equations import EquationSet
+from controlkit.errors import ArgumentError, ControlkitError, SimulationError, SolverError, StateError
 from controlkit.programs import ProgramRuntime
-from controlkit.errors import (ArgumentError, ControlkitError, SimulationError, SolverError,
-                               StateError)
 from controlkit.quantities import ControlTorques
 from controlkit.recording import Event, Recording
 
 from .events import ACCELERATION, VELOCITY, EventSource, crossed, isolate
 from .integrators import PinocchioSystem, make_integrator
 from .stabilization import project_positions, project_velocities
-from .validation import number as _number, run_duration
+from .validation import number as _number
+from .validation import run_duration
 
 
 class Simulator:
@@ -130,6 +130,10 @@ class Simulator:
         self._stop = False
         self._eq_version = -1
         self.programs: ProgramRuntime | None = None
+        #: spring-damper elements added by :func:`sim.springs.add_springs` (their force is in external_force)
+        self.springs: list = []
+        #: the results of joint locks made by :func:`sim.locking.lock_joint`, in order
+        self.lock_results: list = []
 
     # ----------------------------------------------------------- derivative
     def _accel(self, t, q, v):
@@ -321,7 +325,7 @@ class Simulator:
     def _keep_partial(self, exc: ControlkitError) -> None:
         """Attach the recording, up to and including the state where the run failed, to the error."""
         mech = self.mech
-        failed_q, failed_v = mech._q, mech._v  # the state last evaluated: where a solve failed
+        failed_q, failed_v = mech.q, mech.v  # the state last evaluated: where a solve failed
         t_fail = exc.time
         if t_fail is None:
             problem = getattr(exc, "problem", None)
@@ -406,8 +410,7 @@ class Simulator:
         version = self.equations.version
         self._run_due_timers()
         self._control()
-        if self._a is None or self.equations.version != self._eq_version or self.mech._q is not self.q \
-                or self.mech._v is not self.v:
+        if self._a is None or self.equations.version != self._eq_version or not self.mech.state_is(self.q, self.v):
             self.solve_now()
         if first is not None:
             self._caused_by_handling(before)
@@ -510,7 +513,7 @@ class Simulator:
     def _handle(self, fired):
         """Velocity events first, then new accelerations, then acceleration events (one pass)."""
         for kind in (VELOCITY, ACCELERATION):
-            for s, g, mask in fired:
+            for s, _, mask in fired:
                 if s.kind == kind:
                     g1 = s.guards(self, self.t, self.q, self.v)
                     s.handle(self, self.t, np.flatnonzero(mask & (g1 <= 0)))

@@ -49,11 +49,11 @@ class SpringDamper:
     def _ends(self, mech):
         d = mech.kinematics()
         Ja = mech.frame_jacobian(self.fa).reshape(6, mech.nv)[:3]
-        pa, va = d.oMf[self.fa].translation, Ja @ mech._v
+        pa, va = d.oMf[self.fa].translation, Ja @ mech.v
         if self.fb is None:
             return pa, va, Ja, self.anchor, np.zeros(3), None
         Jb = mech.frame_jacobian(self.fb).reshape(6, mech.nv)[:3]
-        return pa, va, Ja, d.oMf[self.fb].translation, Jb @ mech._v, Jb
+        return pa, va, Ja, d.oMf[self.fb].translation, Jb @ mech.v, Jb
 
     def force(self, mech) -> np.ndarray:
         """The force (3,) N the spring exerts on end a (world axes); -force acts on end b."""
@@ -103,12 +103,12 @@ class TorsionSpring:
     def generalized_force(self, mech) -> np.ndarray:
         """Generalized force (nv,) at the mechanism's state."""
         g = np.zeros(mech.nv)
-        g[self.iv] = -self.k * (mech._q[self.iq] - self.rest) - self.c * mech._v[self.iv]
+        g[self.iv] = -self.k * (mech.q[self.iq] - self.rest) - self.c * mech.v[self.iv]
         return g
 
     def energy(self, mech) -> float:
         """Potential energy stored (J)."""
-        return 0.5 * self.k * (mech._q[self.iq] - self.rest) ** 2
+        return 0.5 * self.k * (mech.q[self.iq] - self.rest) ** 2
 
 
 def add_springs(sim, *elements) -> None:
@@ -127,5 +127,5 @@ def add_springs(sim, *elements) -> None:
         return g
 
     sim.external_force = force
-    sim.__dict__.setdefault("springs", []).extend(elements)
+    sim.springs.extend(elements)
     sim.set_state()  # the accelerations at the current state change

@@ -12,10 +12,22 @@ import pytest
 import robots
 from controlkit.errors import ControlkitError
 from controlkit.quantities import FramePoint
-from controllers.arm import (COSTS, CirclePath, JointAngles, JointLimits, LinePath, Manipulability,
-                             PointAcceleration, add_joint_limits, best_manipulability, manipulability,
-                             reach_path, redundant_arm_program, smooth_ramp)
 from controlkit.studies.compare import circle_setup
+from controllers.arm import (
+    COSTS,
+    CirclePath,
+    JointAngles,
+    JointLimits,
+    LinePath,
+    Manipulability,
+    PointAcceleration,
+    add_joint_limits,
+    best_manipulability,
+    manipulability,
+    reach_path,
+    redundant_arm_program,
+    smooth_ramp,
+)
 from sim.runner import load_script
 from sim.simulator import Simulator
 

@@ -7,7 +7,7 @@ import pytest
 
 import robots
 from controlkit.assemble import AssemblyError, assemble, linearize
-from controlkit.expressions import pos, orientation_error
+from controlkit.expressions import orientation_error, pos
 from controlkit.quantities import CenterOfMass, FrameOrientation, FramePoint, JointAngle
 
 Z = np.array([[0.0, 0.0, 1.0]])

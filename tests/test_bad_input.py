@@ -10,17 +10,24 @@ import numpy as np
 import pytest
 
 from controlkit.cli import main
-from controlkit.errors import (ArgumentError, ControlkitError, ControlProgramError, EquationError,
-                               InconsistentEquationsError,
-                               ModelError, RecordingError, SimulationError, StateError)
+from controlkit.errors import (
+    ArgumentError,
+    ControlkitError,
+    ControlProgramError,
+    EquationError,
+    InconsistentEquationsError,
+    ModelError,
+    RecordingError,
+    SimulationError,
+    StateError,
+)
 from controlkit.recording import Recording
 from controllers.primitives import set_angle_with_pd
+from models import free_ball, pendulum
 from robots.definition import Body, Composite
 from robots.shapes import cuboid
 from robots.urdf import from_urdf
 from sim.simulator import Simulator
-
-from models import free_ball, pendulum
 
 
 def _sim(**kw):

@@ -92,6 +92,7 @@ def test_dop853_on_the_chain_conserves_energy_in_fewer_steps():
 def _dense_error(h: float) -> float:
     """Largest q error of one dop853 step's dense output from horizontal, against tight integrations."""
     import pinocchio as pin
+
     from sim.integrators import DormandPrince853, PinocchioSystem, advance
 
     built = peers.chain_built()

@@ -172,11 +172,11 @@ def test_world_does_not_disturb_the_mechanism_state():
     mech = shapes_scene()
     q, v = _state(mech)
     mech.set_state(q, v)
-    version = mech._version
+    version = mech.state_version
     w = CollisionWorld(mech)
     w.distances(pin.neutral(mech.model))
     w.contacts(q + 0.0, v)
-    assert mech._version == version
+    assert mech.state_version == version
     np.testing.assert_array_equal(mech.q, q)
 
 

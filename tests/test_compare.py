@@ -12,8 +12,18 @@ import robots
 from controlkit.constraints import JointLock, WeldConstraint
 from controlkit.errors import ControlkitError, UnknownNameError
 from controlkit.quantities import ControlTorques
-from controlkit.studies.compare import (TASKS, Reference, SwayPath, Task, biped_stance_setup, compare, format_table,
-                                        get_task, heavier_model, main)
+from controlkit.studies.compare import (
+    TASKS,
+    Reference,
+    SwayPath,
+    Task,
+    biped_stance_setup,
+    compare,
+    format_table,
+    get_task,
+    heavier_model,
+    main,
+)
 from controllers.forward import constraint_rows, projected_torques
 from sim.simulator import Simulator
 

@@ -5,10 +5,10 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
+from controlkit.errors import ControlkitError
 from robots import scenes
 from sim.contact import FrictionTable, enable_contacts
 from sim.simulator import Simulator
-from controlkit.errors import ControlkitError
 
 G = 9.81
 
@@ -177,7 +177,7 @@ def test_a_program_waiting_until_a_contact_is_made_resumes_at_the_impact_that_ma
 def test_bouncing_ball_keeps_its_restitution_until_it_rests():
     b = scenes.ball_on_ground(height=0.5)
     sim = Simulator(b.mechanism, b.q0, b.v0, dt=1e-2, integrator="rk4")
-    src = enable_contacts(sim, restitution=0.5, rest_velocity=0.05)
+    enable_contacts(sim, restitution=0.5, rest_velocity=0.05)
     rec = sim.run(2.0)
     imp = [e for e in rec.events if e.kind == "impact"]
     v0 = imp[0].data["normal_velocity_before"][0]
@@ -285,7 +285,7 @@ def test_pendulum_strikes_the_block_with_restitution_and_nothing_interpenetrates
 def test_pendulum_block_topples_onto_its_side_and_lies_on_the_ground(pendulum_block):
     """After the strike the block falls: its top end hits the ground plastically and it comes to lie
     on its long side (centre 0.75 m above the ground's top face), sliding; it never sinks into the
-    ground (it used to fall through once its face hung over the ground's end)."""
+    ground (not falling through once its face hangs over the ground's end)."""
     sim, _, worst = pendulum_block
     rec = sim.recording
     falls = [e for e in rec.events if e.kind == "impact" and 2.5 < e.time
@@ -469,6 +469,7 @@ def test_edge_crossing_row_is_the_derivative_of_the_edges_distance_along_a_rando
     value is the distance, ``J v`` its rate and the drift its second derivative (v constant in
     the tangent space, so the acceleration is zero along the path)."""
     import pinocchio as pin
+
     from sim.collision import CollisionWorld
     from sim.contact import _bodies, _box_edges, _edge_geometry, _edge_rows
 
@@ -480,7 +481,7 @@ def test_edge_crossing_row_is_the_derivative_of_the_edges_distance_along_a_rando
     oa, ob = gm.geometryObjects[ia], gm.geometryObjects[ib]
     joints = (oa.parentJoint, ob.parentJoint)
     rng = np.random.default_rng(7)
-    for trial in range(5):
+    for _ in range(5):
         q = pin.integrate(model, b.q0, rng.normal(scale=0.5, size=model.nv))
         v = rng.normal(size=model.nv)
         ga, gb = _box_edges(oa.geometry, pin.SE3.Identity()), _box_edges(ob.geometry, pin.SE3.Identity())
@@ -492,13 +493,13 @@ def test_edge_crossing_row_is_the_derivative_of_the_edges_distance_along_a_rando
 
         def distance(t):
             data = model.createData()
-            pin.forwardKinematics(model, data, pin.integrate(model, q, t * v))
+            pin.forwardKinematics(model, data, pin.integrate(model, q, t * v))  # noqa: B023 (the finite differences call it in this iteration)
             gd = pin.GeometryData(gm)
             pin.updateGeometryPlacements(model, data, gm, gd)
-            a0, a1 = (gd.oMg[ia].act(x) for x in ga[i])
-            b0, b1 = (gd.oMg[ib].act(x) for x in gb[j])
+            a0, a1 = (gd.oMg[ia].act(x) for x in ga[i])  # noqa: B023 (the finite differences call it in this iteration)
+            b0, b1 = (gd.oMg[ib].act(x) for x in gb[j])  # noqa: B023 (the finite differences call it in this iteration)
             c = np.cross(a1 - a0, b1 - b0)
-            return sign * c @ (a0 - b0) / np.linalg.norm(c)
+            return sign * c @ (a0 - b0) / np.linalg.norm(c)  # noqa: B023 (the finite differences call it in this iteration)
 
         mech.set_state(q, v, check=False)
         A, B = _bodies(mech, joints)

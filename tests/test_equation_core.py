@@ -1,8 +1,8 @@
 """The equation core against Pinocchio's own algorithms and finite differences."""
+import example_robot_data as erd
 import numpy as np
 import pinocchio as pin
 import pytest
-import example_robot_data as erd
 
 from controlkit.constraints import HingeConstraint, PointConstraint, WeldConstraint
 from controlkit.dynamics import evaluate
@@ -10,8 +10,7 @@ from controlkit.equations import EquationSet, build_problem
 from controlkit.errors import StateError, UnknownNameError
 from controlkit.expressions import acc
 from controlkit.mechanism import Mechanism
-from controlkit.quantities import (CenterOfMass, ControlTorques, FrameOrientation, FramePoint,
-                                   JointAngle)
+from controlkit.quantities import CenterOfMass, ControlTorques, FrameOrientation, FramePoint, JointAngle
 from controlkit.solver import solve
 
 EPS = 1e-5
@@ -100,8 +99,8 @@ def test_frame_point_jacobian_and_drift_match_finite_differences(robot, seed, k)
     q, v = random_state(talos, seed)
     for offset in (None, [0.05, -0.1, 0.2]):
         p = FramePoint(talos, frame, offset)
-        _fd_check(talos, q, v, lambda: p.position(talos), lambda: p.velocity(talos),
-                  lambda: p.jacobian(talos), lambda: p.drift(talos))
+        _fd_check(talos, q, v, lambda: p.position(talos), lambda: p.velocity(talos),  # noqa: B023 (_fd_check calls them in this iteration)
+                  lambda: p.jacobian(talos), lambda: p.drift(talos))  # noqa: B023 (_fd_check calls them in this iteration)
 
 
 @pytest.mark.parametrize("seed", [3, 4])
@@ -132,7 +131,7 @@ def test_constraint_jacobians_and_drifts_match_finite_differences(talos, cls):
     q, v = random_state(talos, 7)
     c = cls("hands", "gripper_left_base_link", "gripper_right_base_link")
     c.bind(talos)
-    _fd_check(talos, q, v, c.error, lambda: c.jacobian() @ talos._v, c.jacobian, c.drift) if cls is not WeldConstraint \
+    _fd_check(talos, q, v, c.error, lambda: c.jacobian() @ talos.v, c.jacobian, c.drift) if cls is not WeldConstraint \
         else _fd_check_weld(talos, q, v, c)
 
 
@@ -140,7 +139,6 @@ def _fd_check_weld(mech, q, v, c):
     # the rotation rows are the relative angular velocity, not the derivative of log3 away from zero error
     mech.set_state(q, v)
     J, drift = c.jacobian(), c.drift()
-    _, Ma = None, None
     qp, qm = _flow(mech, q, v, EPS), _flow(mech, q, v, -EPS)
     mech.set_state(qp, v); vp = c.jacobian() @ v; pp = c.error()[:3]
     Ra_p = mech.kinematics().oMf[c.fa].rotation.copy(); Rb_p = mech.kinematics().oMf[c.fb].rotation.copy()
@@ -227,18 +225,18 @@ def test_block_mass_solve_by_the_inverse_equals_a_dense_solve(robot):
 
 @pytest.mark.parametrize("shape", [(6, 32), (32, 26), (5, 5)])
 def test_the_full_rank_qr_path_matches_the_svd(shape):
-    from controlkit import solver
+    from controlkit import linalg
     rng = np.random.default_rng(4)
     E, f = rng.standard_normal(shape), rng.standard_normal(shape[0])
-    y, r, U, N = solver._full_rank_qr(E, f)
-    y0, r0, _, N0 = solver._min_norm_svd(E, f)
+    y, r, U, N = linalg.full_rank_qr(E, f)
+    y0, r0, _, N0 = linalg.min_norm_svd(E, f)
     assert U is None and r == r0 == min(shape)
     assert np.abs(y - y0).max() < 1e-10 * max(1.0, np.abs(y0).max())
     assert N.shape == N0.shape and np.abs(N @ N.T - N0 @ N0.T).max() < 1e-10  # the same null space
     rank_deficient = E.copy() if shape[0] <= shape[1] else E.T.copy()
     rank_deficient[-1] = rank_deficient[0]  # two equal rows (wide) or columns (tall)
     rank_deficient = rank_deficient if shape[0] <= shape[1] else rank_deficient.T
-    assert solver._full_rank_qr(rank_deficient, f) is None  # left to the SVD
+    assert linalg.full_rank_qr(rank_deficient, f) is None  # left to the SVD
 
 
 def test_the_cached_full_rank_proof_is_redone_when_the_jacobian_moves_far(talos):
@@ -258,8 +256,8 @@ def test_the_cached_full_rank_proof_is_redone_when_the_jacobian_moves_far(talos)
 
 
 def test_column_block_expressions_equal_their_dense_form(talos):
-    from controlkit.expressions import Context, Lin
     from controlkit.equations import Layout
+    from controlkit.expressions import Context, Lin
     talos.set_state(*random_state(talos, 13))
     layout = Layout.for_mechanism(talos)
     ctx = Context(talos, 0.0, layout)

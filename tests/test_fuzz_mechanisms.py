@@ -9,6 +9,7 @@ impossible closure, a prismatic hinge repeated as a ball joint, is refused at bu
 another exception.
 """
 import numpy as np
+import pinocchio as pin
 import pytest
 
 from controlkit.constraints import PointConstraint
@@ -19,8 +20,6 @@ from robots.hinges import Prismatic, Revolute, Spherical
 from robots.shapes import cuboid
 from sim.simulator import Simulator
 from sim.stabilization import project_velocities
-
-import pinocchio as pin
 
 
 def _hinge(kind: str, axis):

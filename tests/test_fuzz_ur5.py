@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import robots
-from controllers import position_with_pd, position_with_quintic, set_angle_with_pd, set_angle_with_quintic
 from controlkit.errors import ControlkitError
+from controllers import position_with_pd, position_with_quintic, set_angle_with_pd, set_angle_with_quintic
 from sim.simulator import Simulator
 
 JOINTS = ("shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint", "wrist_2_joint", "wrist_3_joint")

@@ -192,6 +192,7 @@ def test_rx130_brakes_lock_each_joint_when_its_brake_sticks():
 
 def test_locking_6r_demo_runs_and_plots(tmp_path):
     from pathlib import Path
+
     from sim.runner import load_script, run_scenario
     module = load_script(Path(__file__).parents[1] / "examples" / "locking_6r.py")
     scn = module.build(dt=1e-3)

@@ -1,17 +1,15 @@
 """Control programs as coroutines: direct control, control equations, clocks, events, errors."""
+import example_robot_data as erd
 import numpy as np
 import pinocchio as pin
 import pytest
-import example_robot_data as erd
 
-from controlkit.errors import (ControlProgramError, InconsistentEquationsError, SolverError,
-                               UnderdeterminedError)
-from controlkit.expressions import acc, vel, pos
+from controlkit.errors import ControlProgramError, InconsistentEquationsError, SolverError, UnderdeterminedError
+from controlkit.expressions import acc
 from controlkit.mechanism import Mechanism
-from controllers.primitives import (ONE_PERCENT_RATIO, position_with_quintic, set_angle_with_pd,
-                                    set_angle_with_quintic)
-from sim.simulator import Simulator
+from controllers.primitives import ONE_PERCENT_RATIO, position_with_quintic, set_angle_with_pd, set_angle_with_quintic
 from models import free_ball, lifted_block, pendulum
+from sim.simulator import Simulator
 
 G = 9.81
 
@@ -175,7 +173,6 @@ def test_a_100_hz_program_holds_its_torques_between_ticks():
 
     sim.add_program(pd, period=0.01)
     rec = sim.run(0.2)
-    ticks = np.round(rec.t / 0.01 + 1e-9).astype(int)
     floor = np.floor(rec.t / 0.01 + 1e-9).astype(int)
     for k in range(20):
         seg = rec.tau[floor == k, 0]

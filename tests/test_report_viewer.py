@@ -275,8 +275,9 @@ def replay_info(html: str) -> dict:
 def test_a_walk_is_followed_and_its_floor_spans_the_path(tmp_path):
     """A 15 m walk: the floor covers the whole path under the lowest sole, the camera follows the
     walker at the distance of one robot (not of the path), and the animation loops for ever."""
-    import robots
     from test_browser import biped_walk_recording
+
+    import robots
 
     built = robots.biped()
     mech, rec = built.mechanism, biped_walk_recording(built.mechanism, built.q0, metres=15.0)

@@ -1,4 +1,4 @@
-"""Walking by forward dynamics on real contact (issue 7 part 2): ``examples/walking_fd.py``.
+"""Walking by forward dynamics on real contact (walking part 2): ``examples/walking_fd.py``.
 
 A 1 kHz whole-body QP on the controller's own model computes the torques; the simulator holds
 them and the soles touch the ground through unilateral Coulomb contacts (mu 0.8), no welds. The
@@ -188,18 +188,18 @@ def test_new_torques_at_the_same_state_solve_as_a_fresh_assembly(walks):
         trial.assign("torques", ControlTorques(mech), mech.solution.tau + 5.0 * rng.normal(size=mech.ntau))
         mine = evaluate(mech, trial, sim.t, sim.q, sim.v)
         assert mech.problem is None  # no problem was assembled
-        rows = mech._solver_factors["delassus"][0]
+        rows = mech.cache["solver_factors"]["delassus"][0]
         assert k == 0 or rows is first  # the rows were reused
         first = rows
-        mech._constraint_plan.memo["rows"] = None  # the general path: stacked and factored anew
-        mech._solver_factors.clear()
+        mech.cache["constraint_plan"].memo["rows"] = None  # the general path: stacked and factored anew
+        mech.cache["solver_factors"].clear()
         p = build_problem(mech, trial, sim.t)
         assert p.Jc is not first
         for ref in (solve(p), solve(p, method="qp")):
             np.testing.assert_allclose(mine.a, ref.a, atol=1e-7 * (1 + np.abs(ref.a).max()))
             for name in mine.lam:
                 np.testing.assert_allclose(mine.lam[name], ref.lam[name], atol=1e-7 * (1 + np.abs(ref.lam[name]).max()))
-        first = mech._solver_factors.get("delassus", (first,))[0]
+        first = mech.cache["solver_factors"].get("delassus", (first,))[0]
     sim.solve_now()
 
 

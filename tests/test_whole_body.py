@@ -1,4 +1,4 @@
-"""Forward dynamics on real contact (issue 7 part 2, the stance): a whole-body QP at 1 kHz on the
+"""Forward dynamics on real contact (walking part 2, the stance): a whole-body QP at 1 kHz on the
 controller's own model computes the torques; the simulator holds them and resolves the feet's
 unilateral contacts with Coulomb friction (mu .8); nothing is welded."""
 import numpy as np
@@ -9,9 +9,9 @@ import robots
 from controlkit.constraints import WeldConstraint
 from controlkit.errors import ControlkitError
 from controlkit.quantities import FramePoint
+from controlkit.studies.compare import SwayPath
 from controllers.biped_model import thesis_biped
 from controllers.whole_body import FootContact, whole_body_stance
-from controlkit.studies.compare import SwayPath
 from sim.contact import enable_contacts
 from sim.simulator import Simulator
 

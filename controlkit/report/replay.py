@@ -20,9 +20,9 @@ import numpy as np
 import pinocchio as pin
 from meshcat.animation import Animation
 
-from ._errors import ReportError
 from . import _meshcat as mc
 from . import _stage as stage
+from ._errors import ReportError
 from .viewer import _check_recording
 
 #: a trace longer than this many points is thinned before it is drawn
@@ -112,7 +112,7 @@ def export_html(
 
     vis, scene = mc.offline_visualizer()
     viz = mc.robot_visualizer(mechanism, vis, compact_meshes=compact_meshes)
-    model, data = viz.model, viz.data
+    data = viz.data
 
     for name, pts in trace_data.items():
         vis[mc.trace_path(name)].set_object(mc.line_object(pts))

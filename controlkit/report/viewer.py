@@ -22,8 +22,8 @@ import time
 import pinocchio as pin
 
 from ..errors import UnknownNameError
-from ._errors import ReportError
 from . import _meshcat as mc
+from ._errors import ReportError
 
 log = logging.getLogger(__name__)
 

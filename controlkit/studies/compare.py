@@ -43,8 +43,15 @@ from scipy.interpolate import CubicHermiteSpline
 from controlkit.constraints import JointLock, WeldConstraint
 from controlkit.errors import ControlkitError, UnknownNameError
 from controlkit.quantities import FramePoint
-from controllers.arm import (CirclePath, JointLimits, PathError, SolvedAccelerations, redundant_arm_program,
-                             smooth_ramp, tracking_program)
+from controllers.arm import (
+    CirclePath,
+    JointLimits,
+    PathError,
+    SolvedAccelerations,
+    redundant_arm_program,
+    smooth_ramp,
+    tracking_program,
+)
 from controllers.forward import computed_torque, joint_pd_gravity
 from sim.simulator import Simulator
 
@@ -153,7 +160,7 @@ def circle_setup(robot: str = "panda", duration: float | None = None, posture_of
         raise UnknownNameError("circle robot", robot, list(ROBOT_CIRCLES))
     spec = ROBOT_CIRCLES[robot]
     mech = robots.load(robot)
-    q0 = mech.q if spec["q0"] is None else np.array(spec["q0"], dtype=float)
+    q0 = mech.q.copy() if spec["q0"] is None else np.array(spec["q0"], dtype=float)
     for j in ("panda_finger_joint1", "panda_finger_joint2"):
         if mech.model.existJointName(j):
             q0[mech.joint_q_slice(j).start] = 0.02
