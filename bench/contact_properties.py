@@ -22,11 +22,11 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from contact_cases import cradle_case, drop_case, mechanical_energy, run_drop, world_momentum  # noqa: E402
+
+from bench.common import table, write_json  # noqa: E402
 from robots import scenes  # noqa: E402
 from sim.collision import CollisionWorld  # noqa: E402
 from sim.simulator import Simulator  # noqa: E402
-
-from bench.common import table, write_json  # noqa: E402
 
 
 def run_cradle(case: dict) -> dict:

@@ -37,7 +37,6 @@ from sim.impact_outcomes import impact_outcomes, uniqueness
 from sim.runner import Scenario
 from sim.simulator import Simulator
 
-
 TUCK = 0.9  # rad: hip 2 is held this far ahead of hip 1 (the lifted leg), in the map and in the gait
 
 
@@ -149,7 +148,6 @@ def build(hip: float = 0.0, lift: float = -0.35, period: float = 1.0, pulse: flo
     study = Study()
     rest = unique_tail_angle(hip, study)
     H = design_curve(study)
-    dH = H.derivative()
     mech = tailed_biped()
     q0 = stance_pose(hip, rest, hip + TUCK)
     sim = Simulator(mech, q0, np.zeros(mech.nv), dt=dt, integrator=integrator)

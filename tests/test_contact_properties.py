@@ -2,8 +2,8 @@
 runs many more seeds of the same generators."""
 import numpy as np
 import pytest
-
 from contact_cases import cradle_case, drop_case, mechanical_energy, run_drop, world_momentum
+
 from robots import scenes
 from sim.collision import CollisionWorld
 from sim.simulator import Simulator

@@ -53,7 +53,7 @@ def test_bounding_gait_keeps_every_foot_strike_on_the_design_set():
     lifts = [e.time for e in rec.events_of("contact_broken") if "foot_1" in e.description]
     assert any(0.0 < t < 1.0 for t in lifts) and any(1.0 < t < 2.0 for t in lifts)  # it bounds, twice
     assert len(rep) >= 4 and any(t > 1.0 for t, *_ in rep)
-    for t, c, n, spread in rep:
+    for t, c, _n, spread in rep:
         assert abs(c) <= 1e-3, (t, c)
         assert spread <= 1e-3, (t, spread)
     # off the design set (hips held at 0.4 rad ahead of the curve) the strikes are not: the check can fail
