@@ -36,6 +36,7 @@ import pinocchio as pin
 from controlkit.errors import ModelError, UnknownNameError
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+_I3 = np.eye(3)  # (pin.SE3 copies it; one allocation instead of two per point Jacobian)
 
 PairFilter = Callable[[pin.GeometryObject, pin.GeometryObject], bool]
 
@@ -266,8 +267,8 @@ class CollisionWorld:
         """3 x nv Jacobian of the velocity (m/s, world axes) of a point (world, m) fixed to a joint."""
         if joint == 0:
             return np.zeros((3, self.model.nv))
-        local = self.data.oMi[joint].actInv(pin.SE3(np.eye(3), np.asarray(point, dtype=float)))
-        return pin.getFrameJacobian(self.model, self.data, joint, pin.SE3(np.eye(3), local.translation), LWA)[:3]
+        local = self.data.oMi[joint].actInv(pin.SE3(_I3, np.asarray(point, dtype=float)))
+        return pin.getFrameJacobian(self.model, self.data, joint, pin.SE3(_I3, local.translation), LWA)[:3]
 
     def contacts(self, q: np.ndarray | None = None, v: np.ndarray | None = None,
                  which: Iterable[int] | None = None, jacobians: bool = True) -> list[Contact]:
@@ -340,7 +341,7 @@ class CollisionWorld:
         if not which:  # (every pair held by a hinge: no Jacobians needed)
             return best
         if len(which) > 8:
-            which = self._within_reach(q, v, d, which, safety, horizon)
+            which = self._within_reach(q, v, d, which, safety, horizon, velocity_tolerance)
         for c in self.contacts(q, v, which=which):
             u = c.normal_velocity
             if c.distance > 0.0 and u < 0.0:
@@ -355,12 +356,13 @@ class CollisionWorld:
         return best
 
 
-    def _within_reach(self, q, v, d, which, safety, horizon) -> list[int]:
+    def _within_reach(self, q, v, d, which, safety, horizon, velocity_tolerance=0.0) -> list[int]:
         """The pairs of ``which`` that touch, or could close their distance fast enough to set the
         bound: a pair apart by d closes at most at the sum of its bodies' speed bounds s, so its
         bound is at least ``safety (d + w) / s``; pairs taken nearest first, until that lower bound
         exceeds the one already met (many distant pairs, like a 20-ball cradle's 190, then
-        need no Jacobians)."""
+        need no Jacobians). A touching pair whose s is at most ``velocity_tolerance`` cannot
+        separate faster than that, so it sets no bound either (a cradle's resting balls)."""
         pin.forwardKinematics(self.model, self.data, q, v)  # (same placements: q is the one placed)
         speed = np.zeros(self.model.njoints)
         for j in range(1, self.model.njoints):
@@ -368,11 +370,12 @@ class CollisionWorld:
             speed[j] = np.linalg.norm(vj.linear) + np.linalg.norm(vj.angular) * self._reach[j]
         near, apart = [], []
         for k in which:
+            ja, jb = self.joints[k]
+            s = speed[ja] + speed[jb]
             if d[k] <= 0.0:
-                near.append(k)
+                if s > velocity_tolerance:
+                    near.append(k)
             else:
-                ja, jb = self.joints[k]
-                s = speed[ja] + speed[jb]
                 if s > 0.0:
                     apart.append((safety * (d[k] + self.thickness[k]) / s, k))
         apart.sort()
