@@ -136,11 +136,6 @@ def exclude_pairs(names: Iterable[tuple[str, str]]) -> PairFilter:
     return lambda ga, gb: frozenset((ga.name, gb.name)) not in drop
 
 
-def all_of(*filters: PairFilter) -> PairFilter:
-    """A filter keeping a pair only when every given filter keeps it."""
-    return lambda ga, gb: all(f(ga, gb) for f in filters)
-
-
 # -------------------------------------------------------------------- world
 class CollisionWorld:
     """Distances, witness points, normals and contact Jacobians for a set of geometry pairs.

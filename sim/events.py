@@ -1,7 +1,7 @@
 """Event sources and the isolation of event times (the thesis' Fig. 5.1).
 
-An event source exposes guard functions whose sign change (from > 0 to <= 0)
-marks an event, a time tolerance and a kind:
+An event source (:class:`controlkit.events.EventSource`, re-exported here) exposes guard
+functions whose sign change (from > 0 to <= 0) marks an event, a time tolerance and a kind:
 
 - ``"velocity"``: the state's velocities jump (impacts, joint locks);
 - ``"acceleration"``: the equation set changes (contact made or broken,
@@ -14,58 +14,11 @@ accelerations, then handles acceleration events and restarts the integrator.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-VELOCITY, ACCELERATION = "velocity", "acceleration"
+from controlkit.events import EventKind, EventSource  # noqa: F401  (the protocol lives in the core)
 
-
-class EventSource:
-    """Base class for sources of events; subclasses implement ``guards`` and ``handle``.
-
-    Attributes:
-        name: label used in the recording.
-        kind: ``"velocity"`` or ``"acceleration"``.
-        tolerance: time tolerance of isolation (s).
-    """
-
-    name = "event"
-    kind = ACCELERATION
-    tolerance = 1e-6
-
-    def guards(self, sim, t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
-        """Guard values at a state (k,): an event happens when one goes from > 0 to <= 0."""
-        raise NotImplementedError
-
-    def handle(self, sim, t: float, fired: np.ndarray) -> None:
-        """React at the event time (the simulator's state is there); may change v, constraints, equations."""
-        raise NotImplementedError
-
-    def guards_after_control(self, sim, t: float, q: np.ndarray, v: np.ndarray,
-                             before: np.ndarray) -> np.ndarray:
-        """Guard values at an unchanged state after a control phase changed the statements.
-
-        ``before`` (k,) are their values at this state under the old statements: a source whose
-        guards partly depend on the state alone may recompute only the rest. Default: all again."""
-        return self.guards(sim, t, q, v)
-
-    def max_step(self, sim, t: float, q: np.ndarray, v: np.ndarray) -> float:
-        """Largest step (s) that cannot skip an event of this source (anti-tunnelling); inf if none."""
-        return np.inf
-
-    def active(self) -> bool:
-        """Whether the source currently watches anything (inactive sources are skipped)."""
-        return True
-
-
-@dataclass
-class Crossing:
-    """A guard crossing found in a step: the source, which guards, bracket in step fraction."""
-
-    source: EventSource
-    theta: float
-    fired: np.ndarray
+VELOCITY, ACCELERATION = EventKind.VELOCITY, EventKind.ACCELERATION
 
 
 def crossed(g0: np.ndarray, g1: np.ndarray) -> np.ndarray:
