@@ -22,7 +22,7 @@ enumerating subsets: with the candidate points' normal rows removed, the separat
 accelerations ``s = s0 + A lam`` (``s0`` at zero normal force, one column per unit force,
 each from a full solve of the control statements, so hinges, control equations and
 inverse dynamic control are all included) give the LCP ``lam >= 0, s >= 0, lam . s = 0``,
-solved as ``min 1/2 lam^T (A_sym + eps I) lam + s0^T lam, lam >= 0`` with quadprog (exact
+solved as ``min 1/2 lam^T (A_sym + eps I) lam + s0^T lam, lam >= 0`` by `controlkit.qp.solve_qp` (exact
 for forward dynamics, where A is the symmetric Delassus matrix). The small regularization
 picks the least-squares forces among equivalent ones, so redundant points (four corners of
 a box on a table) share the load instead of breaking the solve.
@@ -68,13 +68,13 @@ from typing import Mapping, Sequence
 import coal
 import numpy as np
 import pinocchio as pin
-import quadprog
 from scipy.optimize import nnls
 
 from controlkit.constraints import Constraint
 from controlkit.dynamics import evaluate
 from controlkit.equations import build_problem
-from controlkit.errors import ControlkitError, InconsistentEquationsError, ModelError
+from controlkit.errors import ControlkitError, InconsistentEquationsError, ModelError, QPError
+from controlkit.qp import solve_qp
 from controlkit.vec3 import cross
 
 from .collision import CollisionWorld, PairFilter
@@ -1328,7 +1328,7 @@ def _region(X: np.ndarray, tol: float = 1e-7) -> str:
 
 # ----------------------------------------------------------- support-set LCP
 def _support_qp(A: np.ndarray, s0: np.ndarray, normal: np.ndarray, t: float) -> np.ndarray:
-    """``min 1/2 lam^T (A_sym + eps I) lam + s0^T lam`` with ``lam >= 0`` on the normal rows (quadprog).
+    """``min 1/2 lam^T (A_sym + eps I) lam + s0^T lam`` with ``lam >= 0`` on the normal rows.
 
     The mixed LCP's solution when A is symmetric (forward dynamics); the least-squares forces
     among equivalent ones when points are redundant."""
@@ -1338,10 +1338,9 @@ def _support_qp(A: np.ndarray, s0: np.ndarray, normal: np.ndarray, t: float) -> 
     # A is positive semi-definite up to round-off (and for sliding friction only nearly so)
     shift = max(0.0, -float(np.linalg.eigvalsh(H)[0])) + 1e-9 * scale
     H = H + shift * np.eye(k)
-    C = np.eye(k)[:, normal]
-    try:
-        lam = quadprog.solve_qp(H, -s0, C, np.zeros(C.shape[1]), 0)[0]
-    except ValueError as exc:
+    try:  # lam >= 0 on the normal rows
+        lam = solve_qp(H, s0, G=-np.eye(k)[normal], h=np.zeros(int(np.count_nonzero(normal)))).x
+    except QPError as exc:
         raise ControlkitError(f"t = {t:.9g} s: the contact support problem could not be solved ({exc})") from exc
     return np.where(normal, np.maximum(lam, 0.0), lam)
 
@@ -1443,9 +1442,9 @@ def _support_margin(fn: np.ndarray, C: np.ndarray) -> float:
     rows[:d, d:] = -C
     rows[d, :] = -1.0
     b = np.concatenate([np.zeros(d), -fn / scale])
-    try:
-        x = quadprog.solve_qp(G, a, rows, b, 0)[0]
-    except ValueError:
+    try:  # (rows^T x >= b written as -rows^T x <= -b)
+        x = solve_qp(G, -a, G=-rows.T, h=-b).x
+    except QPError:
         return float(fn.min(initial=np.inf))
     return float(x[-1] * scale)
 

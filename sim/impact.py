@@ -18,10 +18,10 @@ equation is written on the whole tree, impulses travel through every hinge. Thre
 - ``"simultaneous"``: every contact at once, Newton restitution with complementarity:
   ``J v+ >= -e J v-`` on the approaching contacts, ``J v+ >= 0`` on the others, Lambda >= 0,
   ``Lambda_i (J_i v+ + e_i min(J_i v-, 0)) = 0`` — the KKT conditions of the QP
-  ``min 1/2 (v+ - v-)^T M (v+ - v-)`` under those inequalities, solved by quadprog.
+  ``min 1/2 (v+ - v-)^T M (v+ - v-)`` under those inequalities, solved by `controlkit.qp.solve_qp`.
 - ``"plastic"``: e = 0 for every contact: the M-weighted projection of v- onto the tangent
   cone ``{J v >= 0}`` of the contact manifolds (equal to the projection onto their tangent
-  space whenever every impulse comes out compressive), also by quadprog.
+  space whenever every impulse comes out compressive), also by `solve_qp`.
 
 Restitution coefficients come per material pair: ``mech.materials`` maps a geometry name
 to a material name and a :class:`RestitutionTable` maps material pairs to e (default e).
@@ -39,10 +39,10 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 import numpy as np
-import quadprog
 import scipy.linalg as sla
 
-from controlkit.errors import ControlkitError, SimulationError
+from controlkit.errors import ControlkitError, QPError, SimulationError
+from controlkit.qp import solve_qp
 
 from .collision import CollisionWorld, Contact, PairFilter
 from .events import VELOCITY, EventSource
@@ -219,14 +219,13 @@ def _propagate(A, u0, e, vtol, max_resets, where):
 
 
 def _simultaneous(M, J, v, u0, e, where):
-    """quadprog on min 1/2 (w - v)^T M (w - v) s.t. J w >= -e min(J v, 0); returns the multipliers."""
+    """The QP min 1/2 (w - v)^T M (w - v) s.t. J w >= -e min(J v, 0); returns the multipliers."""
     r = -e * np.minimum(u0, 0.0)
-    try:
-        sol = quadprog.solve_qp(M, M @ v, J.T.copy(), r, 0)
-    except ValueError as exc:
+    try:  # (J w >= r written as -J w <= -r)
+        sol = solve_qp(M, -(M @ v), G=-J, h=-r)
+    except QPError as exc:
         return _dual_impact(M, J, np.zeros((0, len(v))), v, r, where, exc)[: len(J)]
-    lam = np.maximum(np.asarray(sol[4], dtype=float), 0.0)
-    return lam
+    return np.maximum(sol.ineq_multipliers, 0.0)
 
 
 def _dual_impact(M, J, B, v, r, where, exc) -> np.ndarray:
@@ -243,10 +242,9 @@ def _dual_impact(M, J, B, v, r, where, exc) -> np.ndarray:
     D = 0.5 * (D + D.T) + 1e-13 * max(float(np.trace(D)), 1e-300) * np.eye(len(G))
     b = np.concatenate([r, np.zeros(len(B))]) - G @ v
     k = len(J)
-    C = np.eye(len(G))[:, :k]  # Lambda >= 0
-    try:
-        x = np.asarray(quadprog.solve_qp(D, b, C, np.zeros(k), 0)[0], dtype=float)
-    except ValueError as exc2:
+    try:  # Lambda >= 0
+        x = solve_qp(D, -b, G=-np.eye(len(G))[:k], h=np.zeros(k)).x
+    except QPError as exc2:
         raise ImpactError(f"{where}: the simultaneous impact problem has no solution ({exc}; {exc2})") from exc2
     w = v + W @ x
     tol = 1e-6 * float(np.abs(G @ v).max(initial=0.0)) + 1e-9  # m/s
@@ -263,18 +261,16 @@ def _simultaneous_bilateral(M, J, B, v, e, law, where) -> ImpactResult:
     keep = np.sort(piv[: int(np.sum(dg > 1e-10 * max(1.0, dg[0] if dg.size else 0.0)))])  # independent rows
     u0 = J @ v
     r = -e * np.minimum(u0, 0.0)
-    C = np.vstack([B[keep], J]).T.copy()
-    try:
-        sol = quadprog.solve_qp(M, M @ v, C, np.concatenate([np.zeros(len(keep)), r]), len(keep))
-    except ValueError as exc:
+    try:  # B w = 0 on the independent rows, J w >= r
+        sol = solve_qp(M, -(M @ v), A_eq=B[keep], b_eq=np.zeros(len(keep)), G=-J, h=-r)
+    except QPError as exc:
         x = _dual_impact(M, J, B, v, r, where, exc)
         v1 = v + sla.cho_solve(sla.cho_factor(M, check_finite=False), np.vstack([J, B]).T @ x, check_finite=False)
         return ImpactResult(v1, x, u0, J @ v1, e, 0, 0.5 * float(v @ M @ v), 0.5 * float(v1 @ M @ v1), law)
-    mult = np.asarray(sol[4], dtype=float)
     impulses = np.zeros(len(J) + len(B))
-    impulses[:len(J)] = np.maximum(mult[len(keep):], 0.0)
-    impulses[len(J) + keep] = mult[:len(keep)]
-    v1 = np.asarray(sol[0], dtype=float)
+    impulses[:len(J)] = np.maximum(sol.ineq_multipliers, 0.0)
+    impulses[len(J) + keep] = -sol.eq_multipliers  # (the bilateral rows' impulses: B^T mu pushes along +B)
+    v1 = sol.x
     return ImpactResult(v1, impulses, u0, J @ v1, e, 0, 0.5 * float(v @ M @ v), 0.5 * float(v1 @ M @ v1), law)
 
 
