@@ -21,12 +21,17 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from contact_cases import cradle_case, drop_case, mechanical_energy, run_drop, world_momentum  # noqa: E402
+from contact_cases import (  # noqa: E402
+    cradle_case,
+    drop_case,
+    mechanical_energy,
+    run_cradle_order,
+    run_drop,
+    world_momentum,
+)
 
 from bench.common import table, write_json  # noqa: E402
-from robots import scenes  # noqa: E402
 from sim.collision import CollisionWorld  # noqa: E402
-from sim.simulator import Simulator  # noqa: E402
 
 
 def run_cradle(case: dict) -> dict:
@@ -34,12 +39,7 @@ def run_cradle(case: dict) -> dict:
     largest difference of any ball's final velocity between the two orders (m/s)."""
     finals, p_err, e_err, deepest = [], 0.0, 0.0, 0.0
     for reverse in (False, True):
-        b = scenes.free_bodies(case["bodies"][::-1] if reverse else case["bodies"], ground=False, gravity=(0, 0, 0))
-        mech = b.mechanism
-        sim = Simulator(mech, b.q0, b.v0, dt=1e-3, integrator="rk4")
-        sim.enable_impacts(restitution=case["e"], law="propagative")
-        p0, e0 = world_momentum(mech, b.q0, b.v0), mechanical_energy(mech, b.q0, b.v0)
-        rec = sim.run(case["seconds"])
+        mech, sim, rec, p0, e0 = run_cradle_order(case, reverse)
         p_err = max(p_err, max(float(np.abs(world_momentum(mech, q, v) - p0).max()) for q, v in zip(rec.q, rec.v)))
         if case["e"] == 1.0:
             e_err = max(e_err, abs(mechanical_energy(mech, sim.q, sim.v) - e0) / e0)

@@ -92,3 +92,14 @@ def cradle_case(seed: int) -> dict:
                            position=(x, 0.0, 0.0), velocity=(float(rng.uniform(-1, 1)), 0, 0, 0, 0, 0)))
     e = 1.0 if seed % 2 else float(rng.uniform(0.0, 1.0))
     return dict(seed=seed, bodies=bodies, e=e, seconds=0.2)
+
+
+def run_cradle_order(case: dict, reverse: bool):
+    """One body order of a :func:`cradle_case` under the propagative law: ``(mech, sim, recording,
+    momentum (6,) and energy (J) at the start)``."""
+    b = scenes.free_bodies(case["bodies"][::-1] if reverse else case["bodies"], ground=False, gravity=(0, 0, 0))
+    mech = b.mechanism
+    sim = Simulator(mech, b.q0, b.v0, dt=1e-3, integrator="rk4")
+    sim.enable_impacts(restitution=case["e"], law="propagative")
+    p0, e0 = world_momentum(mech, b.q0, b.v0), mechanical_energy(mech, b.q0, b.v0)
+    return mech, sim, sim.run(case["seconds"]), p0, e0
