@@ -51,7 +51,7 @@ import numpy as np
 import pinocchio as pin
 import scipy.linalg as sla
 
-from .integrators import Integrator, IntegratorError, Step, _check_h, _is_flat, _rate
+from .integrators import Integrator, IntegratorError, Step, _check_h, _hermite_interp, _is_flat
 
 __all__ = ["VariationalMidpoint"]
 
@@ -179,7 +179,10 @@ class VariationalMidpoint(Integrator):
         v1 = sla.cho_solve(chol, p1, check_finite=False)
         self._last = (q1, v1, p1, cq, cp)
         self.iterations = it
-        interp = _interp(system, q, xi, v, v1, h)
+        # the integrators' cubic Hermite positions; with the mean acceleration at both ends its
+        # velocities are the straight line from v to v1 (the midpoint rule's)
+        a = (v1 - v) / h
+        interp = _hermite_interp(system, q, xi, v, v1, a, a, h)
         return Step(t, h, q, v, np.asarray(a0, float), t + h, q1, v1, None, True, math.nan, h, n + n2, interp)
 
     # ------------------------------------------------------------------ the DEL
@@ -286,18 +289,3 @@ def _project_momentum(mech, cons, q1, p1, chol):
     MiGt = sla.cho_solve(chol, G.T, check_finite=False)
     nu = np.linalg.lstsq(G @ MiGt, -(G @ sla.cho_solve(chol, p1, check_finite=False)), rcond=None)[0]
     return p1 + G.T @ nu
-
-
-def _interp(system, q0, xi, v0, v1, h):
-    """Cubic Hermite positions in the chart at q0 (end rates h v0 and dexp^-1 v1), linear velocities."""
-    cache: list[np.ndarray] = []
-
-    def interp(theta: float):
-        if not cache:
-            cache.append(_rate(system, q0, xi, v1))
-        w1 = cache[0]
-        t2, t3 = theta * theta, theta * theta * theta
-        u = (t3 - 2 * t2 + theta) * h * v0 + (-2 * t3 + 3 * t2) * xi + (t3 - t2) * h * w1
-        return system.integrate(q0, u), v0 + theta * (v1 - v0)
-
-    return interp
