@@ -177,6 +177,18 @@ def box_on_ground(
     return s.build()
 
 
+def _slope_scene(name: str, angle: float) -> tuple[Scene, np.ndarray]:
+    """A scene ``name`` holding a ``slope``: a half-space through the origin inclined by ``angle``
+    (rad, in [0, pi/2)) about y, downhill toward +x; and its rotation R (3, 3) (R[:, 2] its normal)."""
+    if not (0.0 <= angle < math.pi / 2):
+        raise ModelError(f"{name}: angle must be in [0, pi/2) rad, got {angle!r}")
+    R = pin.exp3(np.array([0.0, angle, 0.0]))
+    s = Scene(name)
+    g, gp = ground_body("slope", tilt=R)
+    s.add(g, gp, fixed=True)
+    return s, R
+
+
 def box_on_slope(
     angle: float = 0.3,
     size: Sequence[float] = (0.2, 0.2, 0.1),
@@ -192,12 +204,7 @@ def box_on_slope(
     slope. ``info``: ``angle``, ``normal``, ``downhill`` (unit vectors), ``mu_static``,
     ``mu_kinetic`` (the box slides if tan(angle) > mu_static).
     """
-    if not (0.0 <= angle < math.pi / 2):
-        raise ModelError(f"box_on_slope: angle must be in [0, pi/2) rad, got {angle!r}")
-    R = pin.exp3(np.array([0.0, angle, 0.0]))
-    s = Scene("box_on_slope")
-    g, gp = ground_body("slope", tilt=R)
-    s.add(g, gp, fixed=True)
+    s, R = _slope_scene("box_on_slope", angle)
     s.add(Body("box", cuboid(*size), mass=mass, color=(0.8, 0.6, 0.3, 1.0), material="wood"), pin.SE3(R, R @ np.array([0, 0, size[2] / 2])))
     built = s.build()
     built.info.update(angle=angle, normal=R[:, 2].copy(), downhill=R[:, 0].copy(), mu_static=mu_static, mu_kinetic=mu_kinetic)
@@ -299,12 +306,7 @@ def ball_on_slope(
     ``downhill`` (unit vectors). A solid ball rolls without slipping, accelerating at
     5/7 g sin(a), while tan(a) <= 7/2 mu_static; it slides otherwise.
     """
-    if not (0.0 <= angle < math.pi / 2):
-        raise ModelError(f"ball_on_slope: angle must be in [0, pi/2) rad, got {angle!r}")
-    R = pin.exp3(np.array([0.0, angle, 0.0]))
-    s = Scene("ball_on_slope")
-    g, gp = ground_body("slope", tilt=R)
-    s.add(g, gp, fixed=True)
+    s, R = _slope_scene("ball_on_slope", angle)
     s.add(_ball("ball", radius, mass, (0.85, 0.35, 0.3, 1.0), material="rubber"), R @ np.array([0.0, 0.0, radius]))
     built = s.build()
     built.info.update(angle=angle, normal=R[:, 2].copy(), downhill=R[:, 0].copy())
