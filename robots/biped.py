@@ -35,6 +35,7 @@ alpha, ankles by knee_angle - alpha, ``tan alpha = L_s sin k / (L_t + L_s cos k)
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pinocchio as pin
@@ -60,6 +61,64 @@ def _ry(angle: float) -> np.ndarray:
     return pin.exp3(np.array([0.0, angle, 0.0]))
 
 
+@dataclass(frozen=True)
+class _Dims:
+    """Segment lengths (m) and masses (kg) of the biped from Winter's fractions of H and M."""
+
+    H: float
+    M: float
+
+    @property
+    def lengths(self) -> tuple[float, float, float, float, float]:
+        """Ankle height, shank, thigh, trunk, head and neck (m)."""
+        H = self.H
+        return 0.039 * H, 0.246 * H, 0.245 * H, 0.288 * H, 0.182 * H
+
+    @property
+    def masses(self) -> tuple[float, float, float, float, float]:
+        """Trunk, head, thigh, shank, foot (kg)."""
+        M = self.M
+        return 0.597 * M, 0.081 * M, 0.100 * M, 0.0465 * M, 0.0145 * M
+
+
+def _add_leg(s: Scene, side: str, d: _Dims) -> None:
+    """Add one leg (thigh, shank, foot, toe) under ``torso.hip_<side>``."""
+    H = d.H
+    ankle_h, L_s, L_t, _, _ = d.lengths
+    _, _, m_thigh, m_shank, m_foot = d.masses
+    foot_len, foot_w = 0.152 * H, 0.055 * H
+    sole_t = 0.5 * ankle_h  # foot box thickness; the ankle point is above it
+    rear_len, toe_len = 0.75 * foot_len, 0.25 * foot_len
+    heel_to_ankle = 0.18 * foot_len
+    thigh = Body(f"thigh_{side}", cylinder(0.042 * H, L_t), mass=m_thigh, features={"hip": (0, 0, L_t / 2), "knee": (0, 0, -L_t / 2)}, color=_CLOTH)
+    shank = Body(f"shank_{side}", cylinder(0.028 * H, L_s), mass=m_shank, features={"knee": (0, 0, L_s / 2), "ankle": (0, 0, -L_s / 2)}, color=_SKIN)
+    foot = Body(
+        f"foot_{side}",
+        cuboid(rear_len, foot_w, sole_t),
+        mass=0.8 * m_foot,
+        features={
+            "ankle": (-rear_len / 2 + heel_to_ankle, 0.0, ankle_h - sole_t / 2),
+            "heel": (-rear_len / 2, 0.0, -sole_t / 2),
+            "toe": (rear_len / 2, 0.0, -sole_t / 2),
+        },
+        color=_SHOE,
+    )
+    toe_t = 0.6 * sole_t
+    toe = Body(
+        f"toe_{side}",
+        cuboid(toe_len, foot_w, toe_t),
+        mass=0.2 * m_foot,
+        features={"base": (-toe_len / 2, 0.0, -toe_t / 2), "tip": (toe_len / 2, 0.0, -toe_t / 2)},
+        color=_SHOE,
+    )
+    for b in (thigh, shank, foot, toe):
+        s.add(b)
+    s.join("torso", f"hip_{side}", thigh.name, "hip", Spherical(), name=f"hip_{side}")
+    s.join(thigh.name, "knee", shank.name, "knee", Revolute((0, 1, 0)), name=f"knee_{side}")
+    s.join(shank.name, "ankle", foot.name, "ankle", Spherical(), name=f"ankle_{side}")
+    s.join(foot.name, "toe", toe.name, "base", Revolute((0, -1, 0)), name=f"toe_joint_{side}")
+
+
 def biped(
     height: float = BIPED_HEIGHT,
     mass: float = BIPED_MASS,
@@ -82,16 +141,13 @@ def biped(
         raise ModelError(f"biped: height (m) and mass (kg) must be positive, got {height!r}, {mass!r}")
     if not (0.0 <= knee_angle < math.pi / 2):
         raise ModelError(f"biped: knee_angle must be in [0, pi/2) rad, got {knee_angle!r}")
-    H, M = height, mass
-    ankle_h, L_s, L_t, L_trunk, L_head = 0.039 * H, 0.246 * H, 0.245 * H, 0.288 * H, 0.182 * H
-    foot_len, foot_w = 0.152 * H, 0.055 * H
-    m_trunk, m_head, m_thigh, m_shank, m_foot = 0.597 * M, 0.081 * M, 0.100 * M, 0.0465 * M, 0.0145 * M
+    d = _Dims(height, mass)
+    H = d.H
+    ankle_h, L_s, L_t, L_trunk, L_head = d.lengths
+    m_trunk, m_head, m_thigh, m_shank, m_foot = d.masses
     hip_half = 0.05 * H  # hip joint centres 0.1 H apart
     torso_w, torso_d = 0.2 * H, 0.11 * H
     head_r = 0.061 * H
-    sole_t = 0.5 * ankle_h  # foot box thickness; the ankle point is above it
-    rear_len, toe_len = 0.75 * foot_len, 0.25 * foot_len
-    heel_to_ankle = 0.18 * foot_len
 
     k = knee_angle
     alpha = math.atan2(L_s * math.sin(k), L_t + L_s * math.cos(k))
@@ -115,33 +171,7 @@ def biped(
     s.add(head)
     s.join("torso", "neck", "head", "neck", Weld(), name="neck")
     for side in ("l", "r"):
-        thigh = Body(f"thigh_{side}", cylinder(0.042 * H, L_t), mass=m_thigh, features={"hip": (0, 0, L_t / 2), "knee": (0, 0, -L_t / 2)}, color=_CLOTH)
-        shank = Body(f"shank_{side}", cylinder(0.028 * H, L_s), mass=m_shank, features={"knee": (0, 0, L_s / 2), "ankle": (0, 0, -L_s / 2)}, color=_SKIN)
-        foot = Body(
-            f"foot_{side}",
-            cuboid(rear_len, foot_w, sole_t),
-            mass=0.8 * m_foot,
-            features={
-                "ankle": (-rear_len / 2 + heel_to_ankle, 0.0, ankle_h - sole_t / 2),
-                "heel": (-rear_len / 2, 0.0, -sole_t / 2),
-                "toe": (rear_len / 2, 0.0, -sole_t / 2),
-            },
-            color=_SHOE,
-        )
-        toe_t = 0.6 * sole_t
-        toe = Body(
-            f"toe_{side}",
-            cuboid(toe_len, foot_w, toe_t),
-            mass=0.2 * m_foot,
-            features={"base": (-toe_len / 2, 0.0, -toe_t / 2), "tip": (toe_len / 2, 0.0, -toe_t / 2)},
-            color=_SHOE,
-        )
-        for b in (thigh, shank, foot, toe):
-            s.add(b)
-        s.join("torso", f"hip_{side}", thigh.name, "hip", Spherical(), name=f"hip_{side}")
-        s.join(thigh.name, "knee", shank.name, "knee", Revolute((0, 1, 0)), name=f"knee_{side}")
-        s.join(shank.name, "ankle", foot.name, "ankle", Spherical(), name=f"ankle_{side}")
-        s.join(foot.name, "toe", toe.name, "base", Revolute((0, -1, 0)), name=f"toe_joint_{side}")
+        _add_leg(s, side, d)
     if with_ground:
         from .scenes import ground_body
 
@@ -154,6 +184,7 @@ def biped(
         initial[f"knee_{side}"] = k
         initial[f"ankle_{side}"] = _ry(-beta)
     built = s.build(initial=initial)
+    foot_len = 0.152 * H
     built.info.update(
         feet={"l": "foot_l", "r": "foot_r"},
         heels={"l": "foot_l.heel", "r": "foot_r.heel"},
