@@ -130,9 +130,23 @@ def locked_directions(mech, cons, J: np.ndarray, memo: dict | None = None) -> np
         return None
     Uz = U[:, rank:]  # left null space: redundant combinations of rows
     N = Vt[rank:].T  # first-order admissible motions
-    k = N.shape[1]
-    if k == 0:
+    if N.shape[1] == 0:
         return None
+    locked = _second_order_locked(mech, cons, Uz, N, smax)
+    if locked is None:
+        benign.add(key)
+    return locked
+
+
+def _second_order_locked(mech, cons, Uz: np.ndarray, N: np.ndarray, smax: float) -> np.ndarray | None:
+    """Directions of ``N`` (nv, k) along which a redundant row combination of ``Uz`` curves.
+
+    For each left-null combination u, the quadratic form Q_im = u . (second-order drift
+    along N_i, N_m) is built by polarization of the drifts; its eigenvectors with a
+    curvature above CURVATURE_TOL (relative to the rows' scale ``smax``) are locked.
+    Returns an orthonormal basis (r, nv) of those directions, or None if there are none.
+    """
+    k = N.shape[1]
     q = mech.q
     d = [_drifts(mech, cons, q, N[:, i]) for i in range(k)]
     locked = []
@@ -151,7 +165,6 @@ def locked_directions(mech, cons, J: np.ndarray, memo: dict | None = None) -> np
         if big.any():
             locked.append(N @ V[:, big])
     if not locked:
-        benign.add(key)
         return None
     L = np.hstack(locked)
     Ul, sl, _ = np.linalg.svd(L, full_matrices=False)
