@@ -24,6 +24,7 @@ __all__ = ["WalkPlan", "Step", "DIRECTION"]
 
 G = 9.81  # m/s^2: the pendulum's gravity
 DIRECTION = np.array([1.0, 0.0, 0.0])  # the walk's direction at the start
+_OTHER = {"l": "r", "r": "l"}  # the other foot
 
 
 @dataclass
@@ -72,20 +73,33 @@ class WalkPlan:
             raise ControlkitError(f"WalkPlan: heels must be given for sides 'l' and 'r', first one of them; "
                                   f"got {sorted(heels)}, first {first!r}")
         self.gait = gait = gait or Gait()
-        stride, time_in_air, double_support, start = gait.stride, gait.step_time, gait.double_support, gait.start
+        double_support, start = gait.double_support, gait.start
         self.com0 = np.asarray(com0, dtype=float)
         squat = gait.com_drop if gait.com_height is None else float(self.com0[2]) - gait.com_height
         self.z = self.com0[2] - squat
         self.w = math.sqrt(G / self.z)
         self.squat = squat
+        self.steps = self._footsteps(heels, steps, first)
+        self.end = (self.steps[-1].land if self.steps else start) + double_support + 1.0
+        self.knots = self._zmp_knots(heels, first, zmp_from_heel)
+        self._fit_com(h)
+        # the weight shift from rest: a quintic onto the pendulum's solution at gait.start
+        ts = start if self.steps else 0.0
+        if ts > 0:
+            self._shift = Quintic(self.com0[:2], np.zeros(2), self._spline(ts), self._spline(ts, 1), 0.0, ts)
+            self._shift_a = self._spline(ts, 2)
+        self._ts = ts
+
+    def _footsteps(self, heels: dict, steps: int, first: str) -> list[Step]:
+        """The ``steps`` footsteps from the standing heels (m), alternating from ``first``."""
+        gait = self.gait
         heel = {s: np.asarray(p, dtype=float).copy() for s, p in heels.items()}
         for p in heel.values():
             p[2] = 0.0
-        other = {"l": "r", "r": "l"}
-        self.steps: list[Step] = []
-        swing, t, heading = first, start, 0.0
+        out: list[Step] = []
+        swing, t, heading = first, gait.start, 0.0
         for _ in range(steps):
-            stance = other[swing]
+            stance = _OTHER[swing]
             hip_to_hip = heels[swing] - heels[stance]  # the standing feet are below the hips
             sideways = hip_to_hip - (hip_to_hip @ DIRECTION) * DIRECTION
             sideways[2] = 0.0
@@ -93,33 +107,41 @@ class WalkPlan:
             if gait.turn:  # each step turns the walk's frame by gait.turn about z
                 heading += gait.turn
                 forward, sideways = _yaw(heading) @ DIRECTION, _yaw(heading) @ sideways
-            target = heel[stance] + stride * forward + (1.0 - gait.inside_step_fraction) * sideways
-            self.steps.append(Step(swing, target, t, t + time_in_air, heading))
+            target = heel[stance] + gait.stride * forward + (1.0 - gait.inside_step_fraction) * sideways
+            out.append(Step(swing, target, t, t + gait.step_time, heading))
             heel[swing] = target
-            t += time_in_air + double_support
+            t += gait.step_time + gait.double_support
             swing = stance
-        self.end = (self.steps[-1].land if self.steps else start) + double_support + 1.0
+        return out
+
+    def _zmp_knots(self, heels: dict, first: str, zmp_from_heel: float) -> list:
+        """ZMP knots (time s, point (2,) m), joined by quintic ramps: between the feet at rest,
+        in the stance foot during each swing, moved over during each double support."""
+        double_support = self.gait.double_support
 
         def zmp_of(p, heading=0.0):  # mid-sole of a foot whose heel is at p
             d = DIRECTION if heading == 0.0 else _yaw(heading) @ DIRECTION
             return (p + zmp_from_heel * d)[:2]
 
-        # ZMP knots: (time, point) with quintic ramps between consecutive knots
         h0 = {s: np.asarray(p, dtype=float).copy() for s, p in heels.items()}
         mid = 0.5 * (zmp_of(h0["l"]) + zmp_of(h0["r"]))
         knots = [(0.0, mid)]
         stand = {s: (p, 0.0) for s, p in h0.items()}  # heel, heading
         if self.steps:
-            knots.append((start, zmp_of(*stand[other[first]])))
+            knots.append((self.gait.start, zmp_of(*stand[_OTHER[first]])))
         for st in self.steps:
-            stance = other[st.side]
+            stance = _OTHER[st.side]
             knots.append((st.land, zmp_of(*stand[stance])))  # rest in the stance foot during the swing
             stand[st.side] = (st.target, st.heading)
             knots.append((st.land + double_support, zmp_of(st.target, st.heading)))  # moved over in double support
         if self.steps:
             knots[-1] = (self.steps[-1].land + double_support,
                          0.5 * (zmp_of(*stand["l"]) + zmp_of(*stand["r"])))  # the last: back between the feet
-        self.knots = knots
+        return knots
+
+    def _fit_com(self, h: float) -> None:
+        """The COM path of the linear inverted pendulum over the ZMP path, solved as a
+        boundary-value problem on a grid of step ``h`` (s) and kept as a cubic spline."""
         n = int(math.ceil(self.end / h)) + 1
         tg = np.arange(n) * h
         P = np.array([self.zmp(t) for t in tg])
@@ -139,12 +161,6 @@ class WalkPlan:
         # (per piece: the x and y coefficients, highest power first, as floats)
         self._knots = np.asarray(self._spline.x).tolist()
         self._coef = np.asarray(self._spline.c).transpose(1, 0, 2).reshape(len(self._knots) - 1, 8).tolist()
-        # the weight shift from rest: a quintic onto the pendulum's solution at gait.start
-        ts = start if self.steps else 0.0
-        if ts > 0:
-            self._shift = Quintic(self.com0[:2], np.zeros(2), self._spline(ts), self._spline(ts, 1), 0.0, ts)
-            self._shift_a = self._spline(ts, 2)
-        self._ts = ts
 
     def heading(self, t: float) -> float:
         """The walk's heading at t (rad about z): it turns to each step's heading from the step's
