@@ -438,6 +438,20 @@ def clock_label(clock: float) -> str:
 
 
 # ---------------------------------------------------------------- compare
+def inverse_run(task: Task, duration: float | None = None) -> tuple[Row, Reference, TaskSetup]:
+    """Mode 1: run ``task`` under inverse dynamic control (its own program, at its own step).
+
+    Returns the row, the run as the :class:`Reference` the forward modes track, and the setup.
+    """
+    setup = task.build(duration)
+    sim = task_simulator(setup, setup.dt)
+    sim.add_program(setup.program)
+    rec = sim.run(setup.duration)
+    per_eval = (rec.stats["assembly_time"] + rec.stats["solve_time"]) / max(rec.stats["evaluations"], 1)
+    row = make_row("inverse", "inverse dynamic control", None, rec, setup, per_eval)
+    return row, Reference(rec.t, rec.q, rec.v, rec.quantity("a"), model=setup.mech.model), setup
+
+
 def compare(task: str | Task, *, clocks: Sequence[float] = DEFAULT_CLOCKS, mass_error: float = 0.1,
             bandwidth: float | None = None, duration: float | None = None, forward_dt: float = 1e-3,
             out: str | Path | None = None, quiet: bool = False) -> list[Row]:
@@ -460,16 +474,8 @@ def compare(task: str | Task, *, clocks: Sequence[float] = DEFAULT_CLOCKS, mass_
         raise ControlkitError("compare: give at least one controller clock")
     if min(clocks) < forward_dt - 1e-15:
         raise ControlkitError(f"compare: forward_dt ({forward_dt} s) must not exceed the fastest clock ({min(clocks)} s)")
-    rows: list[Row] = []
-
-    # 1. inverse dynamic control
-    setup = task.build(duration)
-    sim = task_simulator(setup, setup.dt)
-    sim.add_program(setup.program)
-    rec = sim.run(setup.duration)
-    per_eval = (rec.stats["assembly_time"] + rec.stats["solve_time"]) / max(rec.stats["evaluations"], 1)
-    rows.append(make_row("inverse", "inverse dynamic control", None, rec, setup, per_eval))
-    ref = Reference(rec.t, rec.q, rec.v, rec.quantity("a"), model=setup.mech.model)
+    first, ref, setup = inverse_run(task, duration)
+    rows: list[Row] = [first]
     w = setup.bandwidth if bandwidth is None else bandwidth
     kp, kd = w * w, 2.0 * w
 
