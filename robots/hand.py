@@ -76,6 +76,17 @@ def _add_finger(s: Scene, i: int, lengths: Sequence[float]) -> list[str]:
     return [f"f{i}_j1", f"f{i}_j2", f"f{i}_j3"]
 
 
+def _palm(fingers: int, finger_radius: float) -> Body:
+    """The palm with its ``top``, ``bottom`` and one ``base_<i>`` per finger on a circle of
+    ``finger_radius`` (m), each turned about z to its finger's azimuth."""
+    features = {"top": (0.0, 0.0, PALM[2] / 2), "bottom": (0.0, 0.0, -PALM[2] / 2)}
+    for i in range(fingers):
+        az = 2 * math.pi * i / fingers
+        features[f"base_{i}"] = pin.SE3(pin.exp3(np.array([0.0, 0.0, az])),
+                                        np.array([finger_radius * math.cos(az), finger_radius * math.sin(az), -PALM[2] / 2]))
+    return Body("palm", cuboid(*PALM), mass=PALM_MASS, features=features, color=(0.5, 0.5, 0.55, 1.0))
+
+
 def hand(
     fingers: int = 3,
     obj: str = "box",
@@ -116,12 +127,7 @@ def hand(
     start = height + clearance + open_drop + PALM[2]
     s.add(Body("mount", cuboid(0.04, 0.04, 0.04), density=1000.0, features={"rail": (0.0, 0.0, 0.0)}),
           pose((0.0, 0.0, grasp_height)), fixed=True)
-    palm_features = {"top": (0.0, 0.0, PALM[2] / 2), "bottom": (0.0, 0.0, -PALM[2] / 2)}
-    for i in range(fingers):
-        az = 2 * math.pi * i / fingers
-        palm_features[f"base_{i}"] = pin.SE3(pin.exp3(np.array([0.0, 0.0, az])),
-                                             np.array([finger_radius * math.cos(az), finger_radius * math.sin(az), -PALM[2] / 2]))
-    s.add(Body("palm", cuboid(*PALM), mass=PALM_MASS, features=palm_features, color=(0.5, 0.5, 0.55, 1.0)))
+    s.add(_palm(fingers, finger_radius))
     s.join("mount", "rail", "palm", "top", Prismatic((0.0, 0.0, 1.0), actuated=True), name="lift")
     joints = {i: _add_finger(s, i, lengths) for i in range(fingers)}
     tips = [f"f{i}_distal" for i in range(fingers)]

@@ -39,6 +39,26 @@ def _bar(name: str, length: float, width: float, density: float, color) -> Body:
     )
 
 
+def _four_bar_points(ground: float, crank: float, coupler: float, rocker: float,
+                     crank_angle: float) -> tuple[np.ndarray, ...]:
+    """Hinge centres A, B, C, D (x, z in m) closing the loop at ``crank_angle`` (rad), elbow up."""
+    A = np.array([0.0, 0.0])
+    D = np.array([ground, 0.0])
+    B = A + crank * np.array([math.cos(crank_angle), math.sin(crank_angle)])
+    d = np.linalg.norm(D - B)
+    if d > coupler + rocker or d < abs(coupler - rocker) or d == 0:
+        raise ModelError(
+            f"four_bar: with crank angle {crank_angle} rad the coupler ({coupler} m) and rocker ({rocker} m)"
+            f" cannot close the loop (B-D distance {d:.4g} m)"
+        )
+    # C on the circles |C - B| = coupler, |C - D| = rocker, on the left of B->D (above for the default)
+    along = (coupler**2 - rocker**2 + d**2) / (2 * d)
+    h = math.sqrt(max(coupler**2 - along**2, 0.0))
+    e = (D - B) / d
+    C = B + along * e + h * np.array([-e[1], e[0]])
+    return A, B, C, D
+
+
 def four_bar(
     ground: float = 1.0,
     crank: float = 0.4,
@@ -69,20 +89,7 @@ def four_bar(
     for n, v in (("ground", ground), ("crank", crank), ("coupler", coupler), ("rocker", rocker)):
         if not (v > 0 and math.isfinite(v)):
             raise ModelError(f"four_bar: {n} length must be positive (m), got {v!r}")
-    A = np.array([0.0, 0.0])
-    D = np.array([ground, 0.0])
-    B = A + crank * np.array([math.cos(crank_angle), math.sin(crank_angle)])
-    d = np.linalg.norm(D - B)
-    if d > coupler + rocker or d < abs(coupler - rocker) or d == 0:
-        raise ModelError(
-            f"four_bar: with crank angle {crank_angle} rad the coupler ({coupler} m) and rocker ({rocker} m)"
-            f" cannot close the loop (B-D distance {d:.4g} m)"
-        )
-    # C on the circles |C - B| = coupler, |C - D| = rocker, on the left of B->D (above for the default)
-    along = (coupler**2 - rocker**2 + d**2) / (2 * d)
-    h = math.sqrt(max(coupler**2 - along**2, 0.0))
-    e = (D - B) / d
-    C = B + along * e + h * np.array([-e[1], e[0]])
+    A, B, C, D = _four_bar_points(ground, crank, coupler, rocker, crank_angle)
     ang = lambda p, q: math.atan2(q[1] - p[1], q[0] - p[0])  # noqa: E731
     phi_crank, phi_coupler, phi_rocker = ang(A, B), ang(B, C), ang(D, C)
 
