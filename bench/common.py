@@ -24,7 +24,7 @@ def best_time(fn: Callable[[], object], repeat: int = 5, number: int = 200) -> f
 def table(rows: list[dict], columns: list[str]) -> str:
     """A plain-text table of dict rows."""
     cells = [[_fmt(r.get(c, "")) for c in columns] for r in rows]
-    widths = [max(len(c), *(len(x[i]) for x in cells)) for i, c in enumerate(columns)]
+    widths = [max([len(c)] + [len(x[i]) for x in cells]) for i, c in enumerate(columns)]
     line = "  ".join(c.ljust(w) for c, w in zip(columns, widths))
     out = [line, "  ".join("-" * w for w in widths)]
     out += ["  ".join(x.ljust(w) for x, w in zip(row, widths)) for row in cells]

@@ -185,8 +185,12 @@ class Recording:
 
     # --------------------------------------------------------- persistence
     def save(self, path: str | Path) -> Path:
-        """Write arrays and metadata (JSON inside the archive) to one ``.npz`` file."""
+        """Write arrays and metadata (JSON inside the archive) to one ``.npz`` file.
+
+        Missing parent folders are created; ``.npz`` is appended if the name lacks it.
+        """
         path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
         header = {
             "sizes": [self.nq, self.nv, self.ntau],
             "meta": self.meta,
@@ -238,6 +242,7 @@ class Recording:
     def to_csv(self, path: str | Path, names: list[str] | None = None) -> Path:
         """Write time and chosen quantities (default all) as CSV columns ``name[i]``, with units in the header."""
         path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
         names = self.quantity_names if names is None else names
         cols = [self.quantity(n) for n in names]
         header = ["t [s]"]

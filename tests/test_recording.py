@@ -35,3 +35,10 @@ def test_csv_export_has_time_quantity_columns_and_units(tmp_path):
     assert rows[0] == ["t [s]", "crank tip[0] [m]", "crank tip[1] [m]", "crank tip[2] [m]"]
     assert len(rows) == len(rec) + 1
     assert float(rows[-1][1]) == rec.quantity("crank tip")[-1, 0]
+
+
+def test_save_into_a_missing_folder_creates_it(tmp_path):
+    rec = _short_run()
+    path = rec.save(tmp_path / "runs" / "today" / "run")
+    assert path == tmp_path / "runs" / "today" / "run.npz" and path.is_file()
+    assert np.array_equal(Recording.load(path).q, rec.q)
