@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import inspect
 import sys
 from pathlib import Path
 
@@ -158,7 +159,25 @@ def _build_options(build, settings: list[str]) -> dict:
             options[name] = ast.literal_eval(text)
         except (ValueError, SyntaxError):
             options[name] = text  # (a bare word: a name, e.g. an integrator)
+        if name in params:
+            _check_like_default(name, options[name], params[name].default, params[name].annotation)
     return options
+
+
+def _check_like_default(name: str, value, default, annotation) -> None:
+    """A number where the option's default (or its annotation, e.g. ``int | None``) is a number,
+    a flag where it is a flag: the demo's own checks then see the right type, and a typo gets a
+    message naming the option."""
+    def number(x):
+        return isinstance(x, (int, float)) and not isinstance(x, bool)
+    text = annotation.__name__ if isinstance(annotation, type) else str(annotation)  # "int | None" either way
+    kinds = {k.strip() for k in text.split("|")} if annotation is not inspect.Parameter.empty else set()
+    if default is None and kinds and kinds <= {"int", "float", "None"} and not (value is None or number(value)):
+        raise ControlkitError(f"--set {name}={value!r}: expected a number or None")
+    if isinstance(default, bool) and not isinstance(value, bool):
+        raise ControlkitError(f"--set {name}={value!r}: expected True or False (default {default!r})")
+    if number(default) and not number(value):
+        raise ControlkitError(f"--set {name}={value!r}: expected a number (default {default!r})")
 
 
 def _cmd_info(args) -> int:

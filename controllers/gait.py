@@ -51,6 +51,10 @@ class Gait:
     turn: float = 0.0
 
     def __post_init__(self):
+        not_numbers = [f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self)
+                       if not _is_number(getattr(self, f.name)) and not (f.name == "com_height" and self.com_height is None)]
+        if not_numbers:
+            raise ControlkitError("Gait: these must be numbers (m, s, rad, m/s): " + ", ".join(not_numbers))
         bad = []
         for name in ("step_time", "start"):
             if not getattr(self, name) > 0:
@@ -75,6 +79,10 @@ class Gait:
     def period(self) -> float:
         """One step: a swing and a double support (s)."""
         return self.step_time + self.double_support
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
 def gait_with(base: Gait, **changes) -> Gait:

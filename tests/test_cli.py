@@ -111,6 +111,10 @@ def test_set_passes_options_to_build_and_names_the_valid_ones(tmp_path):
     assert "integrator, dt, label, damped" in bad.stderr
     bad = run("run", str(script), "--set", "dt", check=False)
     assert bad.returncode == 1 and "expected NAME=VALUE" in bad.stderr
+    bad = run("run", str(script), "--set", "dt=fast", check=False)
+    assert bad.returncode == 1 and "--set dt='fast': expected a number (default 0.002)" in bad.stderr
+    bad = run("run", str(script), "--set", "damped=1", check=False)
+    assert bad.returncode == 1 and "--set damped=1: expected True or False" in bad.stderr
 
 
 def test_the_coroutine_example_is_short_and_reaches_its_phase_change(tmp_path):

@@ -238,6 +238,8 @@ def test_an_unknown_or_impossible_gait_parameter_is_refused_naming_the_valid_one
         Gait(step_time=0.0)
     with pytest.raises(ControlkitError, match="strike_speed"):
         Gait(strike_speed=0.05)
+    with pytest.raises(ControlkitError, match="must be numbers.*stride='0.4'"):
+        Gait(stride="0.4")
 
 
 def test_the_servo_reads_the_robots_weight_from_its_own_model():
