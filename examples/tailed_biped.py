@@ -6,8 +6,10 @@ for every pre-impact momentum: ``c = 0`` (Theorem 2) or ``c = -1/2`` (Theorem 3)
 tip both on the ground the configuration is fixed by the hip angle and the tail angle (the body's
 pitch levels the two: :func:`robots.tailed_biped.stance_pose`), so ``c`` is a map over those two
 angles (:func:`uniqueness_map`); its zero set, a curve ``tail = T(leg)`` (:func:`unique_tail_angle`),
-is the design set. The hinges are free at the impact (finite torques), so ``c`` stays small
-(|c| < 0.15 here; c = -1/2 is never reached): Theorem 2's curve is the one the robot can use.
+is the design set. With the hinges free at the impact (finite torques) ``c`` stays small
+(|c| < 0.15 here; c = -1/2 is never reached): Theorem 2's curve is the one the robot can use. With
+the hinges braked through the impact (``Study(braked=True)``: the robot struck as one rigid body)
+c spans [-0.73, 0.98] and both curves exist.
 
 The demo (``controlkit demo tailed_biped``, 10 s) makes the robot bound on foot 1 and its tail:
 each period a PD pulse swings the tail tip up against the ground, throwing the body nose-up about
@@ -17,7 +19,7 @@ c = 0 at the present pitch and tail angle, so every strike happens on the design
 tracking error. Coulomb friction (mu 0.8) at feet and tail, plastic impacts (e = 0) by the
 propagative law. :func:`strike_report` gives each strike's c, outcome count and outcome spread.
 
-    python examples/tailed_biped.py [--map out/tailed_biped_map.png]
+    python examples/tailed_biped.py [--map out/tailed_biped_map.png]   (also writes ..._braked.png)
 """
 from __future__ import annotations
 
