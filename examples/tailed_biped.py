@@ -6,8 +6,10 @@ for every pre-impact momentum: ``c = 0`` (Theorem 2) or ``c = -1/2`` (Theorem 3)
 tip both on the ground the configuration is fixed by the hip angle and the tail angle (the body's
 pitch levels the two: :func:`robots.tailed_biped.stance_pose`), so ``c`` is a map over those two
 angles (:func:`uniqueness_map`); its zero set, a curve ``tail = T(leg)`` (:func:`unique_tail_angle`),
-is the design set. The hinges are free at the impact (finite torques), so ``c`` stays small
-(|c| < 0.15 here; c = -1/2 is never reached): Theorem 2's curve is the one the robot can use.
+is the design set. With the hinges free at the impact (finite torques) ``c`` stays small
+(|c| < 0.15 here; c = -1/2 is never reached): Theorem 2's curve is the one the robot can use. With
+the hinges braked through the impact (``Study(braked=True)``: the robot struck as one rigid body)
+c spans [-0.73, 0.98] and both curves exist.
 
 The demo (``controlkit demo tailed_biped``, 10 s) makes the robot bound on foot 1 and its tail:
 each period a PD pulse swings the tail tip up against the ground, throwing the body nose-up about
@@ -17,7 +19,7 @@ c = 0 at the present pitch and tail angle, so every strike happens on the design
 tracking error. Coulomb friction (mu 0.8) at feet and tail, plastic impacts (e = 0) by the
 propagative law. :func:`strike_report` gives each strike's c, outcome count and outcome spread.
 
-    python examples/tailed_biped.py [--map out/tailed_biped_map.png]
+    python examples/tailed_biped.py [--map out/tailed_biped_map.png]   (also writes ..._braked.png)
 """
 from __future__ import annotations
 
@@ -40,23 +42,39 @@ from sim.simulator import Simulator
 TUCK = 0.9  # rad: hip 2 is held this far ahead of hip 1 (the lifted leg), in the map and in the gait
 
 
-class Study:
-    """Kinematics and mass matrix of the robot for the design study (its own Pinocchio data)."""
+BASE = ("base_x", "base_y", "base_z", "base_yaw", "pitch")  # the body's coordinates (the hinges are the rest)
 
-    def __init__(self):
+
+class Study:
+    """Kinematics and mass matrix of the robot for the design study (its own Pinocchio data).
+
+    Args:
+        braked: False (default): the hinges are free at the impact (finite torques), the impulse
+            turns them; True: they are braked (held) through the impact, which then moves the
+            robot as one rigid body: M and J restricted to the body's coordinates (``BASE``).
+    """
+
+    def __init__(self, braked: bool = False):
         self.mech = tailed_biped()
         self.model = self.mech.model
         self.data = self.model.createData()
         self.frames = [self.model.getFrameId("foot_1"), self.model.getFrameId("tail_tip")]
+        self.braked = braked
+        self.columns = np.array([self.model.joints[self.model.getJointId(n)].idx_v for n in BASE]) if braked else None
 
     def problem(self, q: np.ndarray, frames=None) -> tuple[np.ndarray, np.ndarray]:
-        """(M (nv, nv), J (2, nv)): the mass matrix and the vertical-velocity rows of foot 1 and the tail tip."""
+        """(M (n, n), J (2, n)): the mass matrix and the vertical-velocity rows of foot 1 and the tail tip;
+        n = nv, or the body's 5 coordinates when braked."""
         m, d = self.model, self.data
         pin.computeJointJacobians(m, d, q)
         pin.framesForwardKinematics(m, d, q)
         J = np.array([pin.getFrameJacobian(m, d, f, pin.LOCAL_WORLD_ALIGNED)[2] for f in (frames or self.frames)])
         M = pin.crba(m, d, q)
-        return np.triu(M) + np.triu(M, 1).T, J
+        M = np.triu(M) + np.triu(M, 1).T
+        if self.braked:
+            k = self.columns
+            return M[np.ix_(k, k)], J[:, k]
+        return M, J
 
     def inner_product(self, leg: float, tail: float, other_leg: float | None = None) -> float:
         """c at the stance pose of (hip angle, tail angle) (rad), hip 2 at ``other_leg`` (default leg + TUCK)."""
@@ -70,10 +88,11 @@ def uniqueness_map(legs, tails, study: Study | None = None) -> np.ndarray:
     return np.array([[study.inner_product(a, b) for b in tails] for a in legs])
 
 
-def unique_tail_angle(leg: float, study: Study | None = None, bracket=(-0.3, 1.2)) -> float:
-    """The tail angle T(leg) (rad) in ``bracket`` where c = 0 (Theorem 2), by Brent's method."""
+def unique_tail_angle(leg: float, study: Study | None = None, bracket=(-0.3, 1.2), c: float = 0.0) -> float:
+    """The tail angle T(leg) (rad) in ``bracket`` where the strike's inner product is ``c`` (0: Theorem 2,
+    -1/2: Theorem 3), by Brent's method."""
     study = study or Study()
-    return brentq(lambda t: study.inner_product(leg, t), *bracket, xtol=1e-12)
+    return brentq(lambda t: study.inner_product(leg, t) - c, *bracket, xtol=1e-14)
 
 
 def outcome_count(leg: float, tail: float, samples: int = 50, seed: int = 0, study: Study | None = None) -> int:
@@ -100,22 +119,26 @@ def design_curve(study: Study | None = None, hips=None) -> CubicSpline:
     return CubicSpline(tails, hips)
 
 
-def plot_map(path, legs=None, tails=None) -> Path:
-    """The design study's map: c over (hip angle, tail angle) with Theorem 2's curve c = 0."""
+def plot_map(path, legs=None, tails=None, braked: bool = False) -> Path:
+    """The design study's map: c over (hip angle, tail angle) with Theorem 2's curve c = 0 (solid) and,
+    where the map reaches it (braked hinges), Theorem 3's c = -1/2 (dashed)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     legs = np.linspace(-0.8, 0.8, 33) if legs is None else legs
     tails = np.linspace(-0.6, 1.2, 37) if tails is None else tails
-    C = uniqueness_map(legs, tails)
+    C = uniqueness_map(legs, tails, Study(braked=braked))
     fig, ax = plt.subplots(figsize=(6, 4.5))
     lim = float(np.abs(C).max())
     im = ax.pcolormesh(np.degrees(tails), np.degrees(legs), C, cmap="RdBu_r", vmin=-lim, vmax=lim, shading="auto")
     ax.contour(np.degrees(tails), np.degrees(legs), C, levels=[0.0], colors="k", linewidths=2)
+    if C.min() < -0.5 < C.max():
+        ax.contour(np.degrees(tails), np.degrees(legs), C, levels=[-0.5], colors="k", linewidths=2, linestyles="--")
     fig.colorbar(im, ax=ax, label="c = <u_foot, u_tail>_g / (|u_foot| |u_tail|)")
     ax.set_xlabel("tail angle at impact (deg)")
     ax.set_ylabel("hip angle at impact (deg)")
-    ax.set_title("foot strike with the tail down: unique outcome on the black curve (Theorem 2)", fontsize=9)
+    ax.set_title(("hinges braked" if braked else "hinges free") + " at the strike: one outcome on the curves\n"
+                 "(solid: Theorem 2, dashed: Theorem 3)", fontsize=9)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
@@ -235,7 +258,14 @@ def main(argv=None) -> None:
         print(f"hip {math.degrees(leg):+6.1f} deg: unique at tail {math.degrees(t):6.2f} deg "
               f"(c = {study.inner_product(leg, t):.1e}); outcomes there {outcome_count(leg, t, study=study)}, "
               f"at tail 1.2 rad {outcome_count(leg, 1.2, study=study)}")
+    braked = Study(braked=True)
+    t2 = unique_tail_angle(0.0, braked, bracket=(0.4, 1.0))
+    t3 = unique_tail_angle(0.0, braked, bracket=(-0.3, 0.3), c=-0.5)
+    print(f"hinges braked, hip 0: Theorem 2 at tail {math.degrees(t2):.2f} deg, Theorem 3 at tail "
+          f"{math.degrees(t3):.2f} deg; outcomes there {outcome_count(0.0, t2, study=braked)}, "
+          f"{outcome_count(0.0, t3, study=braked)}, at tail 0.3 rad {outcome_count(0.0, 0.3, study=braked)}")
     print(f"wrote {plot_map(args.map)}")
+    print(f"wrote {plot_map(Path(args.map).with_name(Path(args.map).stem + '_braked.png'), braked=True)}")
 
 
 if __name__ == "__main__":

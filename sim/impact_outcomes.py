@@ -23,11 +23,17 @@ normals, and the resets are reflections in its sides (a billiard in a wedge):
 - Theorem 2: ``c = 0`` (orthogonal normals; the resets commute): one outcome, in two resets;
 - Theorem 3: ``c = -1/2`` (the wedge is pi/3, Newton's cradle's neighbouring contacts): one outcome.
 
-More generally the outcome is unique for every pre-impact momentum exactly when ``pi / theta`` is
-an integer (the wedge's reflections tile the plane); ``c = +1/2`` (a 120 degree wedge) is not such
-a case: a momentum along the wedge's axis has two mirror outcomes. For n contacts, pairwise
-orthogonal normals give one outcome in any order (the corollary of Theorem 2); otherwise the
-enumeration decides.
+More generally the outcome of an elastic impact is unique for every pre-impact momentum exactly
+when ``pi / theta`` is an integer (the wedge's reflections tile the plane). ``c = +1/2`` (a 120
+degree wedge) is not such a case although the paper's summary names "±0.5": the two reflections
+satisfy the same braid relation ``(Gamma(u) Gamma(v))^3 = I`` for either sign, but with a 120
+degree wedge every momentum approaching both contacts is made feasible by one reset in one order
+and by two in the other, at two different momenta (``docs/impacts.md``). Theorems 1 and 3 and the
+tiling argument are about reflections (e = 1): with ``e < 1`` a reset is no reflection and
+``c = -1/2`` has two outcomes for some momenta, so :func:`uniqueness` names Theorem 3 only for
+elastic contacts. Theorem 2 holds for any restitution (resets across orthogonal normals
+commute). For n contacts, pairwise orthogonal normals give one outcome in any order (the
+corollary of Theorem 2); otherwise the enumeration decides.
 """
 from __future__ import annotations
 
@@ -139,19 +145,24 @@ def _metric(M: np.ndarray, J: np.ndarray):
     return W, J @ W  # Delassus matrix = Gram matrix of the normals under the kinetic metric
 
 
-def uniqueness(M: np.ndarray, J: np.ndarray, *, tolerance: float = 1e-9) -> UniquenessReport:
+def uniqueness(M: np.ndarray, J: np.ndarray, *, tolerance: float = 1e-9,
+               restitution: np.ndarray | float = 1.0) -> UniquenessReport:
     """The normals' kinetic-metric inner products and which of seed 001's theorems applies.
 
     Args:
         M: mass matrix (nv, nv) at the impact configuration.
         J: contact normal rows (k, nv) (``J v`` = normal velocities, m/s, > 0 separating).
         tolerance: how close (absolute, on c) an inner product must be to 0 or -1/2 to count.
+        restitution: e per contact (k,) or one e: Theorem 3 and the dihedral wedges hold for
+            elastic contacts only (e = 1); Theorem 2 for any e.
     """
     J = np.atleast_2d(np.asarray(J, dtype=float))
     _, A = _metric(np.asarray(M, dtype=float), J)
     d = np.sqrt(np.diag(A))
     C = A / np.outer(d, d)
     k = len(J)
+    e = np.broadcast_to(np.asarray(restitution, dtype=float), (k,))
+    elastic = bool(np.all(e == 1.0))
     if k == 1:
         return UniquenessReport(C, "single contact", True, 1, None, "one contact: one reset, one outcome")
     off = C[~np.eye(k, dtype=bool)]
@@ -160,8 +171,13 @@ def uniqueness(M: np.ndarray, J: np.ndarray, *, tolerance: float = 1e-9) -> Uniq
         theta = math.acos(max(-1.0, min(1.0, -c)))
         bound = reset_bound(c) if abs(c) < 1 - 1e-12 else None
         m = math.pi / theta
+        inelastic = ""
         if abs(c) <= max(tolerance, _ORTHOGONAL):
             th, ok = "Theorem 2", True
+        elif (abs(c + 0.5) <= tolerance or abs(m - round(m)) <= 1e-9 * m) and not elastic:
+            th, ok = "none", False
+            inelastic = (f" (c = {c:.6g} would be unique for elastic impacts; with restitution "
+                         f"{np.array2string(e, precision=3)} the resets are no reflections)")
         elif abs(c + 0.5) <= tolerance:
             th, ok = "Theorem 3", True
         elif abs(m - round(m)) <= 1e-9 * m:
@@ -169,8 +185,8 @@ def uniqueness(M: np.ndarray, J: np.ndarray, *, tolerance: float = 1e-9) -> Uniq
         else:
             th, ok = "none", False
         text = (f"two contacts: c = {c:.6g}, wedge angle {math.degrees(theta):.6g} deg, at most {bound} resets "
-                f"(Theorem 1); " + (f"{th}: one outcome" if ok else "no theorem applies: the outcome may depend on "
-                                    "the order of the resets"))
+                f"(Theorem 1, elastic); " + (f"{th}: one outcome" if ok else "no theorem applies: the outcome may "
+                                             "depend on the order of the resets" + inelastic))
         return UniquenessReport(C, th, ok, bound, theta, text)
     if np.all(np.abs(off) <= max(tolerance, _ORTHOGONAL)):
         return UniquenessReport(C, "Theorem 2 (pairwise orthogonal)", True, k, None,
@@ -178,7 +194,7 @@ def uniqueness(M: np.ndarray, J: np.ndarray, *, tolerance: float = 1e-9) -> Uniq
     pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
     n2 = sum(abs(C[i, j]) <= tolerance for i, j in pairs)
     n3 = sum(abs(C[i, j] + 0.5) <= tolerance for i, j in pairs)
-    text = (f"{k} contacts: {n2} orthogonal pairs (Theorem 2), {n3} pairs at c = -1/2 (Theorem 3), "
+    text = (f"{k} contacts: {n2} orthogonal pairs (Theorem 2), {n3} pairs at c = -1/2 (Theorem 3 when elastic), "
             f"{len(pairs) - n2 - n3} other pairs; no theorem covers the whole set: enumerate the outcomes")
     return UniquenessReport(C, "none", False, None, None, text)
 
@@ -215,7 +231,8 @@ def impact_outcomes(M: np.ndarray, J: np.ndarray, v: np.ndarray, restitution: np
     if np.any((e < 0) | (e > 1)):
         raise ControlkitError(f"impact_outcomes: restitution must be in [0, 1], got {e}")
     ke0 = 0.5 * float(v @ M @ v)
-    report = uniqueness(M, J) if k else UniquenessReport(np.zeros((0, 0)), "none", True, 0, None, "no contacts")
+    report = uniqueness(M, J, restitution=e) if k else UniquenessReport(np.zeros((0, 0)), "none", True, 0, None,
+                                                                          "no contacts")
     if k == 0:
         return OutcomeSet([Outcome(v.copy(), np.zeros(0), (), 1, ke0)], report, 1, 0, ke0)
     W, A = _metric(M, J)
@@ -289,7 +306,7 @@ def sample_outcomes(M: np.ndarray, J: np.ndarray, v: np.ndarray, restitution: np
     if samples < 1:
         raise ControlkitError(f"sample_outcomes: samples must be >= 1, got {samples}")
     ke0 = 0.5 * float(v @ M @ v)
-    report = uniqueness(M, J)
+    report = uniqueness(M, J, restitution=e)
     W, A = _metric(M, J)
     u0 = J @ v
     rng = np.random.default_rng(seed)

@@ -85,14 +85,90 @@ def test_three_ball_cradle_contacts_are_theorem_3():
     np.testing.assert_allclose(out.outcomes[0].v, [0, 0, 0, 0, 1, 0], atol=1e-12)
 
 
-def test_plus_half_is_not_unique():
-    """c = +1/2 (a 120 degree wedge): a momentum on the wedge's axis has two mirror outcomes — Theorem 3
-    needs the obtuse sign. A point mass dropped into a 120 degree V: it bounces off one wall or the other."""
-    M = np.eye(2)
-    J = np.array([[0.0, 1.0], [S3 / 2, 0.5]])  # two walls' normals at 60 degrees
-    out = impact_outcomes(M, J, -(J[0] + J[1]))
-    assert out.uniqueness.theorem == "none" and out.uniqueness.inner_products[0, 1] == pytest.approx(0.5)
+def plane(c: float):
+    """M = I (2, 2) and the unit normals u = (1, 0), v at arccos(c) from it: the plane N of Lemma 3."""
+    return np.eye(2), np.array([[1.0, 0.0], [c, math.sqrt(1.0 - c * c)]])
+
+
+def at(deg: float) -> np.ndarray:
+    return np.array([math.cos(math.radians(deg)), math.sin(math.radians(deg))])
+
+
+def reflection(u: np.ndarray) -> np.ndarray:
+    """Gamma(u) of eq. 7a in the plane (M = I): the reflection in the line orthogonal to u."""
+    return np.eye(2) - 2.0 * np.outer(u, u) / (u @ u)
+
+
+def test_theorem_3_both_signs_share_the_braid_relation_but_only_minus_half_is_unique():
+    """Seed 001, section V: "Theorem 2 and Theorem 3 guarantee uniqueness of the impact results in the
+    cases that the inner product between the two contact manifold normals takes a value of 0 or ±0.5,
+    respectively." (The theorem's own statement and proof are not in the seed's text.)
+
+    What holds for both signs: the normals are 60 degrees apart as lines, so the two reflections
+    generate the dihedral group of order 6, (Gamma(u) Gamma(v))^3 = I and Gamma(u)Gamma(v)Gamma(u) =
+    Gamma(v)Gamma(u)Gamma(v). What differs: with u = Dphi_a, v = Dphi_b (eq. 6: feasible when
+    <p, u> >= 0 and <p, v> >= 0) the feasible momenta are a wedge of interior angle arccos(-c):
+
+    c = -1/2 (v at 120 deg, wedge [30, 90] deg, one chamber of the group): a momentum at alpha in
+    (210, 270) deg approaches both contacts; u first: 180 - alpha (approaches v), then alpha - 120
+    (approaches u), then 300 - alpha, feasible; v first: 420 - alpha (approaches u), then alpha - 240
+    (approaches v), then 300 - alpha: one outcome, three resets each way (the braid relation).
+
+    c = +1/2 (v at 60 deg, wedge [-30, 90] deg, two chambers): a momentum at alpha in (150, 210) deg
+    approaches both; u first: 180 - alpha, feasible after one reset; v first: 300 - alpha (> 90:
+    approaches u), then alpha - 120, feasible: two outcomes, one reset and two. For alpha in (210, 270)
+    the mirror image: 300 - alpha (v first, one reset) and alpha - 240 (u first, two). Both conserve
+    the energy, and both are minimal sequences: the braid relation never comes into play because no
+    minimal sequence reaches length 3. So the +0.5 half of the sentence does not hold for these
+    normals; controlkit names Theorem 3 for c = -1/2 only."""
+    for c in (-0.5, 0.5):
+        _, J = plane(c)
+        Gu, Gv = reflection(J[0]), reflection(J[1])
+        np.testing.assert_allclose(np.linalg.matrix_power(Gu @ Gv, 3), np.eye(2), atol=1e-15)
+        np.testing.assert_allclose(Gu @ Gv @ Gu, Gv @ Gu @ Gv, atol=1e-15)
+    M, J = plane(-0.5)
+    for alpha in np.linspace(212.0, 268.0, 15):
+        out = resolve_impact(M, J, at(alpha), 1.0, outcomes="all")
+        assert out.uniqueness.theorem == "Theorem 3" and out.uniqueness.guaranteed_unique
+        assert len(out) == 1 and out.sequences == 2  # both orders ...
+        o = out.outcomes[0]
+        assert len(o.sequence) == 3 and o.count == 2  # ... three resets each, meeting at one momentum
+        np.testing.assert_allclose(o.v, at(300.0 - alpha), atol=1e-14)
+    M, J = plane(0.5)
+    for alpha in list(np.linspace(152.0, 208.0, 15)) + list(np.linspace(212.0, 268.0, 15)):
+        out = resolve_impact(M, J, at(alpha), 1.0, outcomes="all")
+        assert out.uniqueness.theorem == "none" and not out.uniqueness.guaranteed_unique
+        assert out.uniqueness.inner_products[0, 1] == pytest.approx(0.5, abs=1e-15)
+        assert len(out) == 2
+        got = {len(o.sequence): o.v for o in out.outcomes}
+        assert sorted(got) == [1, 2]
+        one, two = (180.0 - alpha, alpha - 120.0) if alpha < 210.0 else (300.0 - alpha, alpha - 240.0)
+        np.testing.assert_allclose(got[1], at(one), atol=1e-14)
+        np.testing.assert_allclose(got[2], at(two), atol=1e-14)
+        for o in out.outcomes:
+            assert o.kinetic_energy == pytest.approx(out.kinetic_energy_before, rel=1e-14)
+    # a point mass dropped into a 120 degree V (walls' normals 60 degrees apart): it leaves off one wall or the other
+    out = impact_outcomes(np.eye(2), np.array([[0.0, 1.0], [S3 / 2, 0.5]]), np.array([0.0, -1.0]) + 0.2 * at(200.0))
     assert len(out) == 2
+
+
+def test_theorem_3_needs_elastic_impacts_and_theorem_2_does_not():
+    """Theorem 3 is a result on reflections (e = 1). With e = 0.5 a reset is no reflection: at c = -1/2 some
+    momenta have two outcomes (e.g. alpha = 240 deg, on the wedge's axis, gives two mirror images), so the
+    report names no theorem; orthogonal normals still commute (Theorem 2) for any e."""
+    M, J = plane(-0.5)
+    out = resolve_impact(M, J, at(240.0), 0.5, outcomes="all")
+    assert len(out) == 2
+    assert out.uniqueness.theorem == "none" and not out.uniqueness.guaranteed_unique
+    assert "elastic" in out.uniqueness.text
+    assert uniqueness(M, J, restitution=[1.0, 1.0]).theorem == "Theorem 3"
+    assert uniqueness(M, J, restitution=[1.0, 0.9]).theorem == "none"
+    M, J = plane(0.0)
+    rng = np.random.default_rng(4)
+    for e in (0.0, 0.5, 0.9):
+        for _ in range(20):
+            out = resolve_impact(M, J, rng.normal(size=2), e, outcomes="all")
+            assert out.uniqueness.theorem == "Theorem 2" and len(out) == 1
 
 
 def billiard_three(theta_deg=30.0, mass=0.17, radius=0.028575):

@@ -8,6 +8,7 @@ import pinocchio as pin
 import pytest
 
 from robots.tailed_biped import TIP_RADIUS, stance_pose, tailed_biped
+from sim.impact_outcomes import uniqueness
 from sim.runner import load_script
 
 EX = load_script(Path(__file__).resolve().parents[1] / "examples" / "tailed_biped.py")
@@ -58,3 +59,26 @@ def test_bounding_gait_keeps_every_foot_strike_on_the_design_set():
         assert spread <= 1e-3, (t, spread)
     # off the design set (hips held at 0.4 rad ahead of the curve) the strikes are not: the check can fail
     assert max(abs(EX.Study().inner_product(0.4, scn.info["rest_tail"])), 0.0) > 1e-2
+
+
+def test_braked_hinges_reach_theorem_3_and_theorem_2_curves():
+    """With the hinges braked through the strike the impulse moves the robot as one rigid body (M and J
+    restricted to the body's x, y, z, yaw, pitch): c = (1/m + a_f a_t / I) / norms, with a_f, a_t the
+    foot's and the tail tip's horizontal offsets from the centre of mass, spans about [-0.73, 0.98] over
+    the map, so both theorems' curves exist at hip 0: c = 0 (Theorem 2) and c = -1/2 (Theorem 3, e = 1).
+    On each, every momentum striking both contacts has one outcome; between them (c ~ -0.3) some have two."""
+    st = EX.Study(braked=True)
+    t2 = EX.unique_tail_angle(0.0, st, bracket=(0.4, 1.0))
+    t3 = EX.unique_tail_angle(0.0, st, bracket=(-0.3, 0.3), c=-0.5)
+    assert t3 < 0.3 < t2
+    for tail, theorem in ((t2, "Theorem 2"), (t3, "Theorem 3")):
+        M, J = st.problem(stance_pose(0.0, tail, EX.TUCK))
+        assert M.shape == (5, 5)
+        rep = uniqueness(M, J)
+        assert rep.theorem == theorem and rep.guaranteed_unique
+        assert EX.outcome_count(0.0, tail, samples=100, study=st) == 1
+    assert EX.outcome_count(0.0, 0.3, samples=100, study=st) == 2
+    C = EX.uniqueness_map(np.linspace(-0.6, 0.6, 5), np.linspace(-0.4, 1.2, 5), st)
+    assert C.min() < -0.5 and C.max() > 0.9
+    # the free hinges' map (the default) never reaches -1/2: braking is what makes Theorem 3 available
+    assert EX.Study().inner_product(0.0, t3) > -0.2
