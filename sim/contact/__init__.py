@@ -57,7 +57,7 @@ Every change is logged: ``contact_made``, ``contact_changed`` (region face/edge/
 support points), ``contact_broken``, ``slip``, ``stick``, ``impact``.
 """
 from .bodies import _bodies as _bodies
-from .friction import POINT_SLIDE_SPEED, FrictionTable
+from .friction import POINT_SLIDE_SPEED, FrictionLaw, FrictionTable
 from .geometry import SupportPoint
 from .geometry import _box_edges as _box_edges
 from .geometry import _Geometry as _Geometry
@@ -68,5 +68,5 @@ from .rows import _rows_on_world as _rows_on_world
 from .source import ContactForceProbe, ContactSource, enable_contacts
 
 # (the private helpers above are re-exported for the tests that check them directly)
-__all__ = ["ContactForceProbe", "ContactHinge", "ContactSource", "FrictionTable", "POINT_SLIDE_SPEED", "SupportPoint",
+__all__ = ["ContactForceProbe", "ContactHinge", "ContactSource", "FrictionLaw", "FrictionTable", "POINT_SLIDE_SPEED", "SupportPoint",
            "enable_contacts"]

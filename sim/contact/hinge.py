@@ -2,7 +2,6 @@
 rows and forces)."""
 from __future__ import annotations
 
-import itertools
 import operator
 from typing import Sequence
 
@@ -12,7 +11,7 @@ from controlkit.constraints import Constraint
 from controlkit.vec3 import cross
 
 from .bodies import _bodies, _Body, _sides
-from .friction import _point_slide_directions
+from .friction import FrictionLaw
 from .geometry import SupportPoint, _Face, _tangents
 from .rows import _ball_centres, _ball_rows, _edge_rows, _gap_rows, _rolling_rows, _rows_on_world
 from .support import _support_margin
@@ -318,12 +317,7 @@ class ContactHinge(Constraint):
         C = [np.hstack([-np.eye(k), np.zeros((k, self.size - k))])]
         m = self._stick_mask()[:2]
         if m.any():
-            nt = int(m.sum())
-            for signs in itertools.product((1.0, -1.0), repeat=nt):
-                row = np.zeros(self.size)
-                row[:k] = -self.mu_s
-                row[k:k + nt] = signs
-                C.append(row[None])
+            C.append(FrictionLaw.multiplier_pyramid(k, int(m.sum()), self.size, self.mu_s))
         C = np.vstack(C)
         return C, np.zeros(len(C))
 
@@ -372,9 +366,9 @@ class ContactHinge(Constraint):
         A, B, n = sides[0]
         u, own = self._sliding_direction(A, B, n)
         if not own:
-            return -self.mu_k * fn.sum() * u
+            return FrictionLaw.kinetic_force(fn, u, self.mu_k)
         x = self.positions(self.points, sides) - np.array([p.radius for p in self.points])[:, None] * n
-        return -self.mu_k * (fn @ _point_slide_directions(A.velocity(x) - B.velocity(x), n, u))
+        return FrictionLaw.kinetic_force(fn, FrictionLaw.slide_directions(A.velocity(x) - B.velocity(x), n, u), self.mu_k)
 
     def centroid_local(self) -> np.ndarray:
         """The support points' centroid as a point of A (m, A's joint frame)."""

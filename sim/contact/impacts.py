@@ -7,6 +7,7 @@ import numpy as np
 
 from ..impact import ImpactError, resolve_impact
 from .bodies import _sides
+from .friction import FrictionLaw
 from .geometry import _unit
 from .hinge import ContactHinge
 from .rows import _point_rows_of
@@ -129,6 +130,6 @@ def _impulse_outside_cone(impulses, owners, npoints, nfixed, sticking, stick) ->
         pt = impulses[off:off + min(len(rows), 2)]
         off += len(rows)
         pn = sum(impulses[i] for i, (k, _) in enumerate(owners) if k == h.pair)
-        if np.linalg.norm(pt) > h.mu_s * pn * (1 + 1e-9) + 1e-12:
+        if FrictionLaw.outside_cone(pt, pn, h.mu_s):
             return h
     return None

@@ -10,7 +10,7 @@ import numpy as np
 from controlkit.vec3 import cross
 
 from .bodies import _Body, _skew
-from .friction import _point_slide_directions
+from .friction import FrictionLaw
 
 if TYPE_CHECKING:
     from .geometry import SupportPoint
@@ -26,7 +26,7 @@ def _gap_rows(P: _Body, Q: _Body, k: np.ndarray, la: np.ndarray, lo: np.ndarray,
     Returns gaps phi (m), rows J (``J v`` = separating speed, m/s), drifts ``Jdot v`` (m/s^2)
     and force rows G (a normal force lam > 0 pushes P away from Q; when sliding with P's
     direction u relative to Q it carries the kinetic friction ``-mu_k lam u_i``, u_i each point's
-    own sliding direction (:func:`_point_slide_directions`), or u itself when ``own`` is False)."""
+    own sliding direction (:meth:`FrictionLaw.slide_directions`), or u itself when ``own`` is False)."""
     rp = la.dot(P.R.T)
     x = rp + P.t
     phi = (x - (lo.dot(Q.R.T) + Q.t)).dot(k) - rad
@@ -40,8 +40,8 @@ def _gap_rows(P: _Body, Q: _Body, k: np.ndarray, la: np.ndarray, lo: np.ndarray,
     G = J
     if u is not None:
         xc = x - rad[:, None] * k
-        uu = _point_slide_directions(P.velocity(xc) - Q.velocity(xc), k, u) if own else np.broadcast_to(u, x.shape)
-        G = J - mu_k * (P.directional_jacobian(xc, uu) - Q.directional_jacobian(xc, uu))
+        uu = FrictionLaw.slide_directions(P.velocity(xc) - Q.velocity(xc), k, u) if own else np.broadcast_to(u, x.shape)
+        G = FrictionLaw.kinetic_rows(J, P.directional_jacobian(xc, uu) - Q.directional_jacobian(xc, uu), mu_k)
     return phi, J, drift, G
 
 
@@ -149,8 +149,8 @@ def _edge_rows(A: _Body, B: _Body, e: tuple, u_slide: np.ndarray | None, mu_k: f
     G = J
     if u_slide is not None:
         x = xa[None]
-        us = _point_slide_directions(dv[None], n, u_slide) if own else u_slide[None]
-        G = J - mu_k * (A.directional_jacobian(x, us) - B.directional_jacobian(x, us))
+        us = FrictionLaw.slide_directions(dv[None], n, u_slide) if own else u_slide[None]
+        G = FrictionLaw.kinetic_rows(J, A.directional_jacobian(x, us) - B.directional_jacobian(x, us), mu_k)
     return np.array([phi]), J, JD[:, -1], G
 
 
@@ -190,8 +190,8 @@ def _ball_rows(A: _Body, B: _Body, la: np.ndarray, lb: np.ndarray, ra: float, rb
     G = J
     if u is not None:
         xc = xa - ra * n
-        uu = _point_slide_directions(A.velocity(xc) - B.velocity(xc), n, u) if own else u[None]
-        G = J - mu_k * (A.directional_jacobian(xc, uu) - B.directional_jacobian(xc, uu))
+        uu = FrictionLaw.slide_directions(A.velocity(xc) - B.velocity(xc), n, u) if own else u[None]
+        G = FrictionLaw.kinetic_rows(J, A.directional_jacobian(xc, uu) - B.directional_jacobian(xc, uu), mu_k)
     return np.array([L - ra - rb]), J, JD[:, -1], G
 
 

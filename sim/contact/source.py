@@ -14,7 +14,7 @@ from ..events import VELOCITY, EventSource
 from ..impact import LAWS, RestitutionTable
 from ..stabilization import project_velocities
 from . import impacts, support_set
-from .friction import FrictionTable
+from .friction import FrictionLaw
 from .geometry import SupportPoint, _coincides, _Geometry, _margin, _PairContact, _tangents, _unit
 from .hinge import ContactHinge, _multipliers_of, _same_key
 from .rows import _edge_geometry
@@ -25,7 +25,7 @@ class ContactSource(EventSource):
 
     Args:
         world: the collision world.
-        friction: a :class:`FrictionTable`, ``(mu_s, mu_k)``, one mu, 0 (frictionless) or a dict.
+        friction: a :class:`FrictionLaw` (``FrictionTable``), ``(mu_s, mu_k)``, one mu, 0 (frictionless) or a dict.
         restitution: impact restitution: one e, ``{(mat_a, mat_b): e, "default": e}`` or a table.
         law: impact law: ``"simultaneous"`` (default), ``"propagative"`` or ``"plastic"``.
         tolerance: time tolerance (s) of event isolation.
@@ -50,7 +50,7 @@ class ContactSource(EventSource):
                 raise ControlkitError(f"enable_contacts: {what} must be positive, got {val}")
         mats = world.mech.materials
         self.world = world
-        self.friction = FrictionTable.make(friction, mats)
+        self.friction = FrictionLaw.make(friction, mats)
         self.restitution = RestitutionTable.make(restitution, mats)
         self.law = law
         self.tolerance = float(tolerance)
@@ -153,7 +153,7 @@ class ContactSource(EventSource):
         # tensile force beyond round-off, not on noise around zero
         g = [h.support_margin(fn) + 1e-9 * (sum(map(abs, f)) + 1e-12)]
         if h.mode == "stick":
-            g.append(h.mu_s * sum(f) - math.hypot(*ft.tolist()))
+            g.append(FrictionLaw.static_margin(h.mu_s, f, ft))
         elif h.mode == "slide":
             g.append(h.tangential_velocity().dot(h.slide_dir))
         return g
@@ -421,10 +421,10 @@ class ContactSource(EventSource):
                 continue  # its friction stays in the pyramid (force_inequalities)
             fn, ft = h.forces(_multipliers_of(sol, h))
             # the same test as the slip guard (which fires at <= 0), so a handled event never repeats
-            if h.mode == "stick" and np.linalg.norm(ft) >= h.mu_s * fn.sum() * (1 - 1e-9) - 1e-12:
+            if h.mode == "stick" and FrictionLaw.slips(h.mu_s, fn, ft):
                 if np.linalg.norm(ft) == 0.0:
                     continue  # no support left to hold anything: the support pass removes it
-                h.mode, h.slide_dir = "slide", _unit(-h.tangent_world(ft))
+                h.mode, h.slide_dir = "slide", FrictionLaw.slip_direction(h.tangent_world(ft))
                 h.slipped = True  # it starts sliding now: not "stopped" within this update
                 changed = True
             elif h.mode == "slide" and h.slipped:
@@ -506,7 +506,7 @@ def enable_contacts(sim, friction=None, restitution=0.0, pairs: Sequence[tuple[s
     Args:
         sim: the simulator.
         friction: ``(mu_static, mu_kinetic)``, one mu, 0 (frictionless), ``{(mat_a, mat_b): (mu_s, mu_k),
-            "default": ...}`` or a :class:`FrictionTable` (default (0.5, 0.4)).
+            "default": ...}`` or a :class:`FrictionLaw` (default (0.5, 0.4)).
         restitution: impact restitution (default 0: plastic), as for :func:`sim.impact.add_impacts`.
         pairs: geometry (or body) pairs to watch; default all pairs the collision filters keep.
         filter: extra pair predicate.
