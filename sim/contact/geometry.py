@@ -3,7 +3,9 @@ of the touching pairs, built from coal's contact patches."""
 from __future__ import annotations
 
 import itertools
+import operator
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Sequence
 
 import coal
@@ -13,6 +15,21 @@ import pinocchio as pin
 from ..collision import CollisionWorld
 from .bodies import _Body
 from .rows import _closest_on_lines
+
+
+class Region(StrEnum):
+    """The shape of a contact's support: the affine dimension of its points, or a ball's point."""
+
+    NONE = "none"  # no support point carries a force (a controlled hinge lifting off)
+    POINT = "point"  # a ball's one point (rolling, or on another ball)
+    VERTEX = "vertex"
+    EDGE = "edge"
+    FACE = "face"
+
+    @classmethod
+    def of_count(cls, n: int, empty: "Region") -> "Region":
+        """The region of ``n`` support points in general position (``empty`` for none)."""
+        return empty if n == 0 else cls.VERTEX if n == 1 else cls.EDGE if n == 2 else cls.FACE
 
 
 @dataclass
@@ -63,6 +80,16 @@ def _coincides(s: SupportPoint, points: Sequence[SupportPoint]) -> bool:
     return bool((np.abs(s.local_a - P) <= 1e-7 + 1e-5 * np.abs(P)).all(axis=1).any())
 
 
+def _same_key(a, b) -> bool:
+    """Whether two cache keys ``(version, tuple of objects, ...)`` hold the same version and objects."""
+    if a is None or a[0] != b[0] or len(a) != len(b):
+        return False
+    for x, y in zip(a[1:], b[1:]):
+        if len(x) != len(y) or not all(map(operator.is_, x, y)):
+            return False
+    return True
+
+
 def _unit(x: np.ndarray) -> np.ndarray:
     return x / np.linalg.norm(x)
 
@@ -83,7 +110,7 @@ class _PairContact:
     joints: tuple[int, int]
     normal_b: np.ndarray
     points: list[SupportPoint]
-    region: str
+    region: Region
     spare: list[SupportPoint] = field(default_factory=list)
     faces: tuple = (None, None)
     normal_a: np.ndarray | None = None
@@ -171,7 +198,7 @@ class _Geometry:
         Jb = data.oMi[jb] if jb else pin.SE3.Identity()
         point = SupportPoint(Ja.actInv(Ma.translation), Jb.actInv(Mb.translation), ra, radius_b=rb)
         return _PairContact(pair, (self.objs[ia].name, self.objs[ib].name), (ja, jb), Jb.rotation.T @ (d / L),
-                            [point], "point", balls=True)
+                            [point], Region.POINT, balls=True)
 
     def _snap_normal(self, n, sa, Ma, sb, Mb):
         """Use the exact face normal of the box whose face is in contact (B's, or A's with roles swapped)."""
@@ -202,7 +229,7 @@ class _Geometry:
         if isinstance(sa, coal.Sphere):
             c = Ma.translation
             point = SupportPoint(Ja.actInv(c), Jb.actInv(c - n * (n @ (c - plane_b))), float(sa.radius))
-            return _PairContact(pair, (objs[ia].name, objs[ib].name), (ja, jb), nb, [point], "point")
+            return _PairContact(pair, (objs[ia].name, objs[ib].name), (ja, jb), nb, [point], Region.POINT)
         face_a = self._plane_point(sa, Ma, -n)
         verts_a = _box_vertices(sa) @ Ma.rotation.T + Ma.translation
         verts_b = _box_vertices(sb) @ Mb.rotation.T + Mb.translation if isinstance(sb, coal.Box) else np.zeros((0, 3))
@@ -250,7 +277,7 @@ class _Geometry:
                 have = [Ja.act(p.local_a) if p.owner == 0 else Jb.act(p.local_a) for p in points]
                 if all(np.linalg.norm(x - y) > near for y in have):
                     points.append(SupportPoint(Jp.actInv(x), Jq.actInv(x - k * ((x - plane) @ k)), owner=owner))
-        region = {1: "vertex", 2: "edge"}.get(len(points), "face")
+        region = Region.of_count(len(points), Region.FACE)
         spare = [SupportPoint(Ja.actInv(x), Jb.actInv(plane_b)) for x in verts_a]
         spare += [SupportPoint(Jb.actInv(x), Ja.actInv(face_a), owner=1) for x in verts_b]
         faces = (face_b, face_a_l)
@@ -381,9 +408,9 @@ def _dedupe(pts, tol=1e-9):
     return out
 
 
-def _region(X: np.ndarray, tol: float = 1e-7) -> str:
+def _region(X: np.ndarray, tol: float = 1e-7) -> Region:
     """``vertex``, ``edge`` or ``face``: the affine dimension of support points X (k, 3) (m)."""
     if len(X) <= 1:
-        return "vertex"
+        return Region.VERTEX
     sv = np.linalg.svd(X - X.mean(axis=0), compute_uv=False)
-    return {0: "vertex", 1: "edge"}.get(int(np.sum(sv > tol)), "face")
+    return Region.of_count(int(np.sum(sv > tol)) + 1, Region.VERTEX)

@@ -2,7 +2,7 @@
 rows and forces)."""
 from __future__ import annotations
 
-import operator
+from enum import StrEnum
 from typing import Sequence
 
 import numpy as np
@@ -12,9 +12,18 @@ from controlkit.vec3 import cross
 
 from .bodies import _bodies, _Body, _sides
 from .friction import FrictionLaw
-from .geometry import SupportPoint, _Face, _tangents
+from .geometry import Region, SupportPoint, _coincides, _Face, _PairContact, _region, _same_key, _tangents
 from .rows import _ball_centres, _ball_rows, _edge_rows, _gap_rows, _rolling_rows, _rows_on_world
 from .support import _support_margin
+
+
+class Mode(StrEnum):
+    """A contact hinge's friction mode."""
+
+    NEW = "new"  # made at this event: its mode is chosen by the support pass
+    STICK = "stick"  # normal rows and stick rows (tangents, torsion); static friction
+    SLIDE = "slide"  # normal rows only; kinetic friction along the sliding direction
+    FRICTIONLESS = "frictionless"  # normal rows only; mu_s = 0
 
 
 # ------------------------------------------------------------- contact hinge
@@ -27,6 +36,13 @@ class ContactHinge(Constraint):
         geoms: (geometry of A, geometry of B); joints: their joint ids (0 = world).
         normal_b: B's outward surface normal in B's joint frame (unit).
         mu: (mu_static, mu_kinetic).
+
+    Its state: the support (``points`` held, ``dependent`` on them, ``candidates``, ``spare``
+    vertices), ``region`` (:class:`Region`), ``mode`` (:class:`Mode`) and ``slide_dir``. The
+    contact source changes it through the transitions (:meth:`begin`, :meth:`stick`,
+    :meth:`slide`, :meth:`follow`, :meth:`reshape`, :meth:`reset_support`, :meth:`hold`,
+    :meth:`set_basis`, :meth:`move_support`, :meth:`detach`/:meth:`attach`), each of which
+    drops what was derived from the old state (:meth:`invalidate`).
     """
 
     kind = "contact"
@@ -50,8 +66,8 @@ class ContactHinge(Constraint):
         self.spare_geometry: list[np.ndarray] = []
         self.spare: list[SupportPoint] = []  # other vertices, watched for touching down
         self.faces: tuple[_Face | None, _Face | None] = (None, None)  # finite faces of B and of A
-        self.region = "none"
-        self.mode = "stick" if self.mu_s > 0 else "frictionless"
+        self.region = Region.NONE
+        self.mode = Mode.STICK if self.mu_s > 0 else Mode.FRICTIONLESS
         self.slide_dir = np.zeros(3)  # world, at slip onset
         self.slipped = False
         self.stick_keep = np.ones(3, dtype=bool)  # stick rows held (dependent ones are dropped)
@@ -59,14 +75,20 @@ class ContactHinge(Constraint):
         # held by a controller (inverse dynamics): every candidate point stays, and the solve keeps
         # the forces compressive and inside the friction pyramid (force_inequalities)
         self.controlled = False
-        self.version = 0
-        self._anchor_a = self._anchor_o = None
-        self._rrel0 = None
+        self.announced = False  # its contact_made was logged (the source logs contact_broken then)
+        self.version = 0  # moves whenever the support, mode or normals change (invalidate)
+        self._anchor_a = None  # the stick rows' anchor (A's joint frame, m), set at stick onset
         self._tangents_b = _tangents(self.normal_b)
+        # caches of functions of the state and the support (each with its key)
         self._cache_version = -1
+        self._cache = None
         self._affine = None
         self._group_key = None
         self._group_cache = []
+        self._labels = None
+        self._world_memo: list = []
+        self._centroid = None
+        self._sides_cache = None
         self.balls = False  # a ball on a ball: the normal is the centres' line, not fixed in B
         self.depth0 = 0.0  # the pair's signed distance (m, <= 0) when its support was last set
         self.shown0 = 0.0  # the penetration (m, <= 0) its support points showed then (shown_depth)
@@ -75,7 +97,7 @@ class ContactHinge(Constraint):
     @property
     def ideal(self) -> bool:
         """Its forces act along its rows unless it slides (kinetic friction)."""
-        return self.mode != "slide" or self.detached
+        return self.mode != Mode.SLIDE or self.detached
 
     @property
     def signature(self):
@@ -85,25 +107,28 @@ class ContactHinge(Constraint):
     def size(self) -> int:
         if self.detached:
             return 0
-        k = self._stick_rows()  # (read at every assembly: a list sum beats numpy's on 3 flags)
+        k = self.stick_row_count()  # (read at every assembly: a list sum beats numpy's on 3 flags)
         return len(self.points) + (sum(self.stick_keep.tolist()[:k]) if k else 0)
 
-    def _stick_mask(self) -> np.ndarray:
-        return self.stick_keep[: self._stick_rows()]
+    def stick_mask(self) -> np.ndarray:
+        """Which of its stick rows (t1, t2, torsion) are held (the others depend on other rows)."""
+        return self.stick_keep[: self.stick_row_count()]
 
-    def _stick_rows(self) -> int:
-        if self.mode != "stick":
+    def stick_row_count(self) -> int:
+        """How many stick rows it has: none unless sticking; t1, t2 and, for an edge or a face,
+        the torsion about the normal."""
+        if self.mode != Mode.STICK:
             return 0
-        return 3 if self.region in ("edge", "face") else 2
+        return 3 if self.region in (Region.EDGE, Region.FACE) else 2
 
     def row_labels(self) -> list[str]:
         # read at every assembly: cached on what they depend on (the lists are only read)
         key = (len(self.points), self.detached, self.mode, self.region, self.stick_keep.tobytes())
-        cached = self.__dict__.get("_labels")
+        cached = self._labels
         if cached is not None and cached[0] == key:
             return cached[1]
         labs = [] if self.detached else [f"{self.name}.n{i}" for i in range(len(self.points))] + \
-            [f"{self.name}.{s}" for s, k in zip(("t1", "t2", "torsion"), self._stick_mask()) if k]
+            [f"{self.name}.{s}" for s, k in zip(("t1", "t2", "torsion"), self.stick_mask()) if k]
         self._labels = (key, labs)
         return labs
 
@@ -156,25 +181,27 @@ class ContactHinge(Constraint):
         sup = self.support()
         return len({p.owner for p in sup}) == 1 and not any(p.crossing for p in sup)
 
-    def _rows(self):
+    def rows(self):
+        """``(phi, J, drift, G)``: gaps (m), Jacobian rows, drifts and force rows of all its rows
+        at the state, before the stick mask (normals, then t1, t2, torsion); kept per state."""
         if self._cache_version == self.mech._version:
             return self._cache
         sides = self.sides()
         A, B, n = sides[0]
         groups = self._groups()
-        if B.world and self.mode != "slide" and len(groups) == 1 and groups[0][0] == 0 \
+        if B.world and self.mode != Mode.SLIDE and len(groups) == 1 and groups[0][0] == 0 \
                 and len(groups[0][1]) == len(self.points) and not self.balls \
-                and not (self.mode == "stick" and self._rolls):
+                and not (self.mode == Mode.STICK and self._rolls):
             # the common case (a foot on the ground): A's material points on the fixed world
             _, _, la, lo, rad = groups[0]
-            self._cache = _rows_on_world(A, n, la, lo, rad, self._anchor_a, self._tangents_b, self._stick_rows(),
-                                         self.__dict__.setdefault("_world_memo", []))
+            self._cache = _rows_on_world(A, n, la, lo, rad, self._anchor_a, self._tangents_b, self.stick_row_count(),
+                                         self._world_memo)
             self._cache_version = self.mech._version
             return self._cache
         blocks = []
         if self.points:
             blocks.append(self._normal_rows(sides))
-        k = self._stick_rows()
+        k = self.stick_row_count()
         if k:
             blocks.append(self._stick_block(A, B, n, k))
         nv = self.mech.nv
@@ -202,7 +229,7 @@ class ContactHinge(Constraint):
         self._sides_cache = (self.mech._version, self.normal_b, self.normal_a, self.joints, out)
         return out
 
-    def _slips(self, v: np.ndarray, tol: float = 1e-9) -> bool:
+    def slips(self, v: np.ndarray, tol: float = 1e-9) -> bool:
         """Whether its held stick rows see a relative motion (``|J v| > tol``, m/s or rad/s) at v."""
         k = len(self.points)
         J = self.jacobian()[k:]
@@ -237,8 +264,6 @@ class ContactHinge(Constraint):
         J = JD[:, :-1]
         return np.zeros(2), J, JD[:, -1], J
 
-    _sides_cache = None
-
     def _groups(self):
         """The held points by owner, as arrays: ``[(owner, index, local_a, local_o, radius)]``
         (cached while the points are the same objects)."""
@@ -255,7 +280,7 @@ class ContactHinge(Constraint):
         return self._group_cache
 
     def _normal_rows(self, sides):
-        u, own = self._sliding_direction(*sides[0]) if self.mode == "slide" else (None, False)
+        u, own = self._sliding_direction(*sides[0]) if self.mode == Mode.SLIDE else (None, False)
         if self.balls:
             p = self.points[0]
             return _ball_rows(*sides[0][:2], p.local_a[None], p.local_o[None], p.radius, p.radius_b, u, self.mu_k, own)
@@ -305,7 +330,7 @@ class ContactHinge(Constraint):
         if self.detached:
             return np.zeros((0, self.mech.nv)) if i % 2 else np.zeros(0)
         keep = self.row_mask()
-        part = self._rows()[i]
+        part = self.rows()[i]
         return part if False not in keep.tolist() else part[keep]
 
     def force_inequalities(self):
@@ -315,7 +340,7 @@ class ContactHinge(Constraint):
             return None
         k = len(self.points)
         C = [np.hstack([-np.eye(k), np.zeros((k, self.size - k))])]
-        m = self._stick_mask()[:2]
+        m = self.stick_mask()[:2]
         if m.any():
             C.append(FrictionLaw.multiplier_pyramid(k, int(m.sum()), self.size, self.mu_s))
         C = np.vstack(C)
@@ -323,15 +348,15 @@ class ContactHinge(Constraint):
 
     def row_mask(self) -> np.ndarray:
         """Which of the full rows (normals, then t1, t2, torsion) are held."""
-        return np.concatenate([np.ones(len(self.points), dtype=bool), self._stick_mask()])
+        return np.concatenate([np.ones(len(self.points), dtype=bool), self.stick_mask()])
 
     def terms(self):
         """``(error, jacobian, drift)`` in one call (the rows are built once per state)."""
         if self.detached:
             nv = self.mech.nv
             return np.zeros(0), np.zeros((0, nv)), np.zeros(0)
-        phi, J, drift, _ = self._rows()
-        if self.mode == "stick" and not all(self.stick_keep.tolist()[: self._stick_rows()]):
+        phi, J, drift, _ = self.rows()
+        if self.mode == Mode.STICK and not all(self.stick_keep.tolist()[: self.stick_row_count()]):
             keep = self.row_mask()
             return phi[keep], J[keep], drift[keep]
         return phi, J, drift
@@ -374,7 +399,7 @@ class ContactHinge(Constraint):
         """The support points' centroid as a point of A (m, A's joint frame)."""
         sup = self.support()
         key = (self.version, tuple(map(id, sup)))
-        cached = self.__dict__.get("_centroid")
+        cached = self._centroid
         if cached is not None and cached[0] == key:  # only kept for material points of A
             return cached[1]
         sides = self.sides()
@@ -397,8 +422,6 @@ class ContactHinge(Constraint):
         A, B, n = self.sides()[0]
         x = A.point(self.centroid_local()) - np.mean([p.radius for p in self.points]) * n
         self._anchor_a = A.R.T @ (x - A.t)
-        self._anchor_o = B.R.T @ (x - B.t)
-        self._rrel0 = B.R.T @ A.R
         self._cache_version = -1
 
     def tangent_world(self, ft: np.ndarray) -> np.ndarray:
@@ -413,7 +436,7 @@ class ContactHinge(Constraint):
         m = len(self.points)
         if not m or self.detached:
             return 0.0
-        phi = self._rows()[0][:m].tolist()  # (read at every step's guards: a few floats)
+        phi = self.rows()[0][:m].tolist()  # (read at every step's guards: a few floats)
         s = min(phi)
         if self.dependent:  # (plain loops: generators cost more than these few products)
             for row in self.affine().tolist():
@@ -427,29 +450,149 @@ class ContactHinge(Constraint):
         """Split a multiplier vector into normal forces (k,) N and tangential force (2,) N (views of
         ``lam`` where they can be: read them, do not write them)."""
         k = len(self.points)
-        if self.mode == "stick":
+        if self.mode == Mode.STICK:
             keep = self.stick_keep.tolist()  # (read at every step's force guards: floats, no masks)
             if keep[0] and keep[1]:
                 return lam[:k], lam[k:k + 2]
         ft = np.zeros(2)
-        m = self._stick_mask()[:2]
+        m = self.stick_mask()[:2]
         ft[m] = lam[k:k + int(m.sum())]
         return lam[:k], ft
 
+    # state transitions ----------------------------------------------------------
+    @classmethod
+    def made(cls, g: _PairContact, mu: tuple[float, float]) -> "ContactHinge":
+        """A new hinge on a contact patch: its points and region, its mode chosen by :meth:`begin`."""
+        h = cls(f"contact {g.geoms[0]}/{g.geoms[1]}", g.pair, g.geoms, g.joints, g.normal_b, mu)
+        h.points, h.region = list(g.points), g.region
+        h.mode = Mode.NEW
+        return h
 
-def _multipliers_of(sol, h: ContactHinge) -> np.ndarray:
-    """A hinge's multipliers in a solution (zeros when there is none, or it has none: detached, or
-    solved before it existed). Not ``dict.get``'s default: that would build the zeros at every
-    call, twice per step."""
-    lam = None if sol is None else sol.lam.get(h.name)
-    return np.zeros(h.size) if lam is None else lam
+    def invalidate(self, rows_only: bool = False) -> None:
+        """Forget what was derived from the support and the mode: the rows (rebuilt at their next
+        use) and, unless ``rows_only``, everything keyed by :attr:`version`, which moves (the point
+        groups, affine coordinates, centroid, the solver's constraint plan)."""
+        self._cache_version = -1
+        if not rows_only:
+            self.version += 1
+            self._affine = None
 
+    def begin(self, stick_velocity: float) -> None:
+        """A new hinge's mode: frictionless (mu_s = 0), sticking when its sliding speed is at most
+        ``stick_velocity`` (m/s), else sliding along its sliding velocity."""
+        vt = self.tangential_velocity()
+        if self.mu_s == 0:
+            self.mode = Mode.FRICTIONLESS
+        elif np.linalg.norm(vt) <= stick_velocity:
+            self.mode = Mode.STICK
+            self.set_anchor()
+        else:
+            self.mode, self.slide_dir = Mode.SLIDE, vt / np.linalg.norm(vt)
+        self.invalidate()
 
-def _same_key(a, b) -> bool:
-    """Whether two cache keys ``(version, tuple of objects, ...)`` hold the same version and objects."""
-    if a is None or a[0] != b[0] or len(a) != len(b):
-        return False
-    for x, y in zip(a[1:], b[1:]):
-        if len(x) != len(y) or not all(map(operator.is_, x, y)):
-            return False
-    return True
+    def stick(self) -> None:
+        """Stick from here: stick rows anchored at the current support centroid."""
+        self.mode = Mode.STICK
+        self.set_anchor()
+        self.invalidate()
+
+    def slide(self, direction: np.ndarray) -> None:
+        """Slide from here along ``direction`` (world, unit): kinetic friction, the slide guard's direction."""
+        self.mode, self.slide_dir = Mode.SLIDE, direction
+        self.invalidate()
+
+    def follow(self, direction: np.ndarray) -> None:
+        """A sliding hinge turned: its slide guard watches the new direction (world, unit)."""
+        self.slide_dir = direction
+        self.invalidate(rows_only=True)
+
+    def reshape(self, g: _PairContact, idx: list[int]) -> None:
+        """Take the contact patch g (roles, normals, faces) with its resting points ``idx`` as the
+        candidates, every one held; the other vertices are spares."""
+        self.joints, self.geoms, self.normal_b, self.normal_a = g.joints, g.geoms, g.normal_b, g.normal_a
+        self.balls = g.balls
+        self._tangents_b = _tangents(g.normal_b)
+        self.candidates = [g.points[i] for i in idx]
+        self.points, self.dependent = list(self.candidates), []
+        self.region = g.region if len(idx) == len(g.points) else Region.of_count(len(idx), Region.FACE)
+        if g.region == Region.POINT:
+            self.region = Region.POINT
+        self.spare_geometry = [s for s in g.spare if not _coincides(s, self.points)]
+        self.spare = list(self.spare_geometry)
+        self.faces = g.faces
+        self.invalidate()
+
+    def reset_support(self, controlled: bool) -> None:
+        """Hold every candidate point again (the support pass starts from them); ``controlled``:
+        whether a controller holds it (see :meth:`force_inequalities`)."""
+        self.stick_keep[:] = True
+        self.points, self.dependent, self.spare = list(self.candidates), [], list(self.spare_geometry)
+        self.controlled = controlled
+        self.invalidate()
+
+    def release(self, point: SupportPoint) -> None:
+        """Give up a support point: it becomes a spare vertex, watched for touching down."""
+        self.spare.append(point)
+
+    def hold(self, points: list[SupportPoint]) -> None:
+        """Hold these support points (every one; the basis is chosen again) and every stick row."""
+        self.points, self.dependent = points, []
+        self.stick_keep[:] = True
+        self.invalidate(rows_only=True)
+
+    def keep_stick_rows(self, keep: list[bool]) -> None:
+        """Which of its stick rows are held (the first ``len(keep)``)."""
+        for i, k in enumerate(keep):
+            self.stick_keep[i] = k
+        self.invalidate(rows_only=True)
+
+    def set_basis(self, basis: list[int], dependent: list[int], unsupported: list[int]) -> None:
+        """Of its held points (by index): hold ``basis``, make ``dependent`` dependent points, and
+        watch ``unsupported`` as spare vertices."""
+        self.spare += [self.points[i] for i in unsupported]
+        self.points, self.dependent = [self.points[i] for i in basis], [self.points[i] for i in dependent]
+        self.invalidate()
+
+    def update_region(self, sides=None) -> None:
+        """The region of its support points (a ball's point stays a point)."""
+        if self.region != Region.POINT:
+            self.region = _region(self.positions(self.support(), sides))
+
+    def support_state(self) -> tuple:
+        """Its support as it is (held, dependent and spare points, stick rows held), for :meth:`restore`."""
+        return list(self.points), list(self.dependent), list(self.spare), self.stick_keep.copy()
+
+    def restore(self, state: tuple) -> None:
+        """The support as :meth:`support_state` gave it."""
+        points, dependent, spare, keep = state
+        self.points, self.dependent, self.spare = list(points), list(dependent), list(spare)
+        self.stick_keep[:] = keep
+        self.invalidate()
+
+    def move_support(self, support: list[SupportPoint], moved: bool) -> None:
+        """Its support points (held, then dependent, as :meth:`support`) re-placed; ``moved``:
+        whether any point changed (crossing points following their edges)."""
+        k = len(self.points)
+        self.points, self.dependent = support[:k], support[k:]
+        if moved:
+            self.invalidate()
+
+    def arm_spares(self) -> None:
+        """Watch the spare vertices from where they are: one already slightly below the surface
+        (a dropped redundant point) fires when it sinks a further ``penetration_tolerance``."""
+        sides = self.sides()
+        spares = []
+        for s in self.spare:
+            P, Q, k = sides[s.owner]
+            gap = float((P.point(s.local_a) - Q.point(s.local_o)) @ k)
+            spares.append(SupportPoint(s.local_a, s.local_o, s.radius, s.owner, min(gap, 0.0)))
+        self.spare = spares
+
+    def detach(self) -> None:
+        """No rows while the support LCP applies its forces as external forces."""
+        self.detached = True
+
+    def attach(self) -> None:
+        """Its rows again, after :meth:`detach`."""
+        self.detached = False
+        self.invalidate(rows_only=True)

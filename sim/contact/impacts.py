@@ -9,7 +9,7 @@ from ..impact import ImpactError, resolve_impact
 from .bodies import _sides
 from .friction import FrictionLaw
 from .geometry import _unit
-from .hinge import ContactHinge
+from .hinge import ContactHinge, Mode
 from .rows import _point_rows_of
 
 
@@ -69,12 +69,12 @@ def impact(src, sim, geo) -> None:
     fixed = [c.jacobian() for c in cons]
     # so do sticking contacts' tangential rows (impulsive stick: a foot standing on the ground
     # does not slide when the other one strikes), where the impulse stays inside the cone
-    sticking = [h for h in src.hinges.values() if h.mode == "stick" and h._stick_rows()]
+    sticking = [h for h in src.hinges.values() if h.mode == Mode.STICK and h.stick_row_count()]
     was_sticking = list(sticking)
     names = ", ".join(f"{geo[k].geoms[0]}/{geo[k].geoms[1]}" for k in geo)
     where = f"t = {sim.t:.9g} s, impact of {names}"
     while True:
-        stick = [h._rows()[1][len(h.points):][h._stick_mask()] for h in sticking]
+        stick = [h.rows()[1][len(h.points):][h.stick_mask()] for h in sticking]
         held = np.vstack(fixed + stick) if fixed or stick else None
         try:
             res = resolve_impact(M, J, sim.v, e, src.law, bilateral=held, where=where)
@@ -116,9 +116,7 @@ def impact(src, sim, geo) -> None:
         if h not in sticking and all(u1[i] <= src.rest_velocity for i, (k, _) in enumerate(owners) if k == h.pair):
             vt = h.tangential_velocity()
             if np.linalg.norm(vt) > src.stick_velocity:
-                h.mode, h.slide_dir = "slide", _unit(vt)
-                h.version += 1
-                h._cache_version = -1
+                h.slide(_unit(vt))
 
 
 def _impulse_outside_cone(impulses, owners, npoints, nfixed, sticking, stick) -> "ContactHinge | None":

@@ -15,9 +15,21 @@ from ..impact import LAWS, RestitutionTable
 from ..stabilization import project_velocities
 from . import impacts, support_set
 from .friction import FrictionLaw
-from .geometry import SupportPoint, _coincides, _Geometry, _margin, _PairContact, _tangents, _unit
-from .hinge import ContactHinge, _multipliers_of, _same_key
+from .geometry import SupportPoint, _Geometry, _margin, _PairContact, _same_key, _unit
+from .hinge import ContactHinge, Mode
 from .rows import _edge_geometry
+
+#: dimensionless: a sliding contact whose sliding velocity turned from its direction by more than
+#: ``acos(1 - TURN_TOL)`` (1.4 mrad) follows the new direction (its slide guard re-armed)
+TURN_TOL = 1e-6
+
+
+def _multipliers_of(sol, h: ContactHinge) -> np.ndarray:
+    """A hinge's multipliers in a solution (zeros when there is none, or it has none: detached, or
+    solved before it existed). Not ``dict.get``'s default: that would build the zeros at every
+    call, twice per step."""
+    lam = None if sol is None else sol.lam.get(h.name)
+    return np.zeros(h.size) if lam is None else lam
 
 
 class ContactSource(EventSource):
@@ -68,6 +80,7 @@ class ContactSource(EventSource):
         self.support_solves: list[float] = []  # wall time (s) of each support-set solve
         self._stuck: list[ContactHinge] = []  # sticking hinges that still slipped at the last update
         self.impacts = 0
+        self._watch: dict[int, tuple] = {}  # pair -> (key, the hinge's watched points as arrays): _watched
 
     # --------------------------------------------------------------- guards
     def guards(self, sim, t, q, v):
@@ -152,9 +165,9 @@ class ContactSource(EventSource):
         # forces; a margin that is zero in theory (a point resting with no load) fires only on a
         # tensile force beyond round-off, not on noise around zero
         g = [h.support_margin(fn) + 1e-9 * (sum(map(abs, f)) + 1e-12)]
-        if h.mode == "stick":
+        if h.mode == Mode.STICK:
             g.append(FrictionLaw.static_margin(h.mu_s, f, ft))
-        elif h.mode == "slide":
+        elif h.mode == Mode.SLIDE:
             g.append(h.tangential_velocity().dot(h.slide_dir))
         return g
 
@@ -195,8 +208,9 @@ class ContactSource(EventSource):
         """Per owner: the spare vertices (local points of both bodies, offsets) and the support
         points with their slacks, as arrays, and whether any of those is a crossing point; and the
         edge-crossing support points (cached while the hinge's points are the same)."""
-        key = (h.version, tuple(h.spare), tuple(h.support()))
-        if not _same_key(h.__dict__.get("_watch_key"), key):
+        key = (h.version, (h,), tuple(h.spare), tuple(h.support()))
+        cached = self._watch.get(h.pair)
+        if cached is None or not _same_key(cached[0], key):
             out = []
             for owner in (0, 1):
                 spare = [s for s in h.spare if s.owner == owner]
@@ -208,8 +222,8 @@ class ContactSource(EventSource):
                             np.array([p.local_a for p in pts]).reshape(-1, 3),
                             np.array([self.crossing_slack if p.crossing else self.slack for p in pts]),
                             any(p.crossing for p in pts)))
-            h._watch_key, h._watch = key, (out, [p for p in h.support() if p.edges is not None])
-        return h._watch
+            cached = self._watch[h.pair] = (key, (out, [p for p in h.support() if p.edges is not None]))
+        return cached[1]
 
     def max_step(self, sim, t, q, v):
         return self.world.time_to_contact(q, v, exclude=set(self.hinges), a=sim._a,
@@ -273,11 +287,8 @@ class ContactSource(EventSource):
                 if 1e-9 < np.linalg.norm(where[j] - x) <= self.crossing_slack:
                     support[i] = new[j]
                     changed = True
-            h.points, h.dependent = support[:len(h.points)], support[len(h.points):]
-            if changed:
-                h.version += 1
-                h._cache_version = -1
-                moved = True
+            h.move_support(support, changed)
+            moved = moved or changed
         if moved:
             sim.set_state()
 
@@ -357,7 +368,7 @@ class ContactSource(EventSource):
             h = self.hinges.get(k)
             if h is None:
                 h = self._new_hinge(sim, g)
-            self._reshape(h, g, idx)
+            h.reshape(g, idx)
         for h in self.hinges.values():
             h.slipped = False
         for _ in range(6):  # support sets and friction modes depend on each other
@@ -370,41 +381,24 @@ class ContactSource(EventSource):
             self._log_change(sim, h, old.get(k))
         # sticking hinges whose stick rows still see a slip (a stick begun at up to stick_velocity,
         # an edge or face still turning about its normal): what _settle takes out
-        self._stuck = [h for h in self.hinges.values() if h.mode == "stick" and not h.controlled and h._slips(sim.v)]
+        self._stuck = [h for h in self.hinges.values() if h.mode == Mode.STICK and not h.controlled and h.slips(sim.v)]
         sim.set_state()
 
     def _new_hinge(self, sim, g: _PairContact) -> ContactHinge:
-        mu = self.friction(*g.geoms)
-        h = ContactHinge(f"contact {g.geoms[0]}/{g.geoms[1]}", g.pair, g.geoms, g.joints, g.normal_b, mu)
-        h.points, h.region = list(g.points), g.region
+        """A hinge for the contact patch g, bound to the mechanism and active."""
+        h = ContactHinge.made(g, self.friction(*g.geoms))
         h.bind(sim.mech)
-        h._sim = sim
-        h.mode = "new"
         self.hinges[g.pair] = h
         sim.mech.constraints[h.name] = h
         return h
 
-    def _reshape(self, h: ContactHinge, g: _PairContact, idx: list[int]) -> None:
-        h.joints, h.geoms, h.normal_b, h.normal_a = g.joints, g.geoms, g.normal_b, g.normal_a
-        h.balls = g.balls
-        h._tangents_b = _tangents(g.normal_b)
-        h.candidates = [g.points[i] for i in idx]
-        h.points, h.dependent = list(h.candidates), []
-        h.region = g.region if len(idx) == len(g.points) else {1: "vertex", 2: "edge"}.get(len(idx), "face")
-        if g.region == "point":
-            h.region = "point"
-        h.spare_geometry = [s for s in g.spare
-                            if not _coincides(s, h.points)]
-        h.spare = list(h.spare_geometry)
-        h.faces = g.faces
-        h.version += 1
-        h._cache_version = -1
-
     def _remove(self, sim, k: int, why: str) -> None:
+        """Remove pair k's hinge (logged as broken if its contact was logged as made)."""
         h = self.hinges.pop(k)
+        self._watch.pop(k, None)
         sim.mech.constraints.pop(h.name, None)
         self._grace[k] = 0.0  # its distance is set at the end of update()
-        if hasattr(h, "_logged_mode"):  # a candidate dropped in the update that proposed it was never made
+        if h.announced:  # a candidate dropped in the update that proposed it was never made
             sim.log("contact_broken", f"{h.label}: contact broken ({why})", pair=list(h.names))
 
 
@@ -417,45 +411,42 @@ class ContactSource(EventSource):
         sol = sim.solve_now()
         changed = False
         for h in self.hinges.values():
-            if h.controlled and h.mode == "stick":
+            if h.controlled and h.mode == Mode.STICK:
                 continue  # its friction stays in the pyramid (force_inequalities)
             fn, ft = h.forces(_multipliers_of(sol, h))
             # the same test as the slip guard (which fires at <= 0), so a handled event never repeats
-            if h.mode == "stick" and FrictionLaw.slips(h.mu_s, fn, ft):
+            if h.mode == Mode.STICK and FrictionLaw.slips(h.mu_s, fn, ft):
                 if np.linalg.norm(ft) == 0.0:
                     continue  # no support left to hold anything: the support pass removes it
-                h.mode, h.slide_dir = "slide", FrictionLaw.slip_direction(h.tangent_world(ft))
+                h.slide(FrictionLaw.slip_direction(h.tangent_world(ft)))
                 h.slipped = True  # it starts sliding now: not "stopped" within this update
                 changed = True
-            elif h.mode == "slide" and h.slipped:
+            elif h.mode == Mode.SLIDE and h.slipped:
                 pass
-            elif h.mode == "slide" and np.linalg.norm(vt := h.tangential_velocity()) > self.stick_velocity:
-                if vt @ h.slide_dir < (1 - 1e-6) * np.linalg.norm(vt):
-                    h.slide_dir = _unit(vt)  # turned: follow the sliding direction, re-arm the guard
-                    h._cache_version = -1
-            elif h.mode == "slide":
-                h.mode = "stick"
-                h.set_anchor()
+            elif h.mode == Mode.SLIDE and np.linalg.norm(vt := h.tangential_velocity()) > self.stick_velocity:
+                if vt @ h.slide_dir < (1 - TURN_TOL) * np.linalg.norm(vt):
+                    h.follow(_unit(vt))  # turned: follow the sliding direction, re-arm the guard
+            elif h.mode == Mode.SLIDE:
+                h.stick()
                 changed = True
             if changed:
-                h.version += 1
-                h._cache_version = -1
+                h.invalidate()
         return changed
 
     # ---------------------------------------------------------------- logging
     def _log_change(self, sim, h: ContactHinge, before) -> None:
         pts = len(h.support())
-        data = dict(pair=list(h.names), region=h.region, points=pts, mode=h.mode)
+        data = dict(pair=list(h.names), region=str(h.region), points=pts, mode=str(h.mode))
         if before is None:
             sim.log("contact_made", f"{h.label}: {h.region} contact, {pts} points, {h.mode}", **data)
-            h._logged_mode = h.mode
+            h.announced = True
             return
         region, npts, mode = before
         if (region, npts) != (h.region, pts):
             sim.log("contact_changed", f"{h.label}: {region} -> {h.region} ({npts} -> {pts} points)",
-                    before=region, **data)
-        if mode != h.mode and mode != "new":
-            kind = "slip" if h.mode == "slide" else "stick" if h.mode == "stick" else "contact_changed"
+                    before=str(region), **data)
+        if mode != h.mode and mode != Mode.NEW:
+            kind = "slip" if h.mode == Mode.SLIDE else "stick" if h.mode == Mode.STICK else "contact_changed"
             sim.log(kind, f"{h.label}: {mode} -> {h.mode}", **data)
 
     # ------------------------------------------------------------ reporting
@@ -469,9 +460,9 @@ class ContactSource(EventSource):
         out = {}
         for h in self.hinges.values():
             fn, ft = h.forces(_multipliers_of(sol, h))
-            if h.mode == "stick":
+            if h.mode == Mode.STICK:
                 fr = h.tangent_world(ft)
-            elif h.mode == "slide":
+            elif h.mode == Mode.SLIDE:
                 fr = h.sliding_friction(fn)
             else:
                 fr = np.zeros(3)

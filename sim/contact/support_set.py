@@ -11,37 +11,44 @@ from controlkit.dynamics import evaluate
 from controlkit.equations import build_problem
 from controlkit.errors import ControlkitError, InconsistentEquationsError
 
-from .geometry import SupportPoint, _region
-from .hinge import ContactHinge
+from .geometry import Region, SupportPoint
+from .hinge import ContactHinge, Mode
 from .support import _affine_residual, _basic_forces, _refine_lcp, _spread_order, _support_qp
 
+#: dimensionless: a normal force (or a margin) within this fraction of the largest force is zero
+FORCE_RTOL = 1e-9
+#: N: the smallest force scale FORCE_RTOL is taken of (all forces zero)
+FORCE_FLOOR = 1e-12
+#: dimensionless: a row joins the held rows when the smallest singular value of the normalized rows
+#: stays above this fraction of the largest (well clear of the solver's and the critical-form rank tests)
+BASIS_SV_RATIO = 1e-5
+#: m: a support point this close to the affine hull of the held ones is dependent on them
+PLANE_TOL = 1e-9
 
-# ------------------------------------------------------ support set (QP)
+
+def _tol(x: np.ndarray) -> float:
+    """``FORCE_RTOL`` of the largest magnitude in x (N), at least of ``FORCE_FLOOR``."""
+    return FORCE_RTOL * max(float(np.abs(x).max(initial=0.0)), FORCE_FLOOR)
+
+
 def choose_supports(src, sim) -> None:
+    """Every hinge's support set at the simulator's state (a contact event): new hinges' modes,
+    then the LCP on the candidate points' normal forces, each hinge's basis of held points, and
+    releases until every support holds with compressive forces. A controlled hinge keeps every
+    candidate (the solve distributes compressive forces). Times itself into ``src.support_solves``."""
     t0 = time.perf_counter()
     mech = sim.mech
     hinges = list(src.hinges.values())
     for h in hinges:
-        if h.mode == "new":
-            vt = h.tangential_velocity()
-            if h.mu_s == 0:
-                h.mode = "frictionless"
-            elif np.linalg.norm(vt) <= src.stick_velocity:
-                h.mode = "stick"
-                h.set_anchor()
-            else:
-                h.mode, h.slide_dir = "slide", vt / np.linalg.norm(vt)
+        if h.mode == Mode.NEW:
+            h.begin(src.stick_velocity)
     torques_free = _torques_free(sim)
     for h in hinges:
-        h.stick_keep[:] = True
-        h.points, h.dependent, h.spare = list(h.candidates), [], list(h.spare_geometry)
-        h.controlled = torques_free and _actuated(mech, h)
-        h.version += 1
-        h._cache_version = -1
+        h.reset_support(torques_free and _actuated(mech, h))
     # a controlled contact keeps every candidate: the solve distributes compressive forces
     hinges = [h for h in hinges if not h.controlled]
     lam, held = lcp(src, sim, hinges) if hinges else (np.zeros(0), np.zeros(0, dtype=bool))
-    choose_bases(src, mech, hinges, held)
+    choose_bases(src, sim, hinges, held)
     for _ in range(len(lam) + 1):
         # the support found holds with compressive forces (the LCP's); a basis made
         # inconsistent by round-off or by a dependency on other hinges gives up its weakest point
@@ -57,50 +64,46 @@ def choose_supports(src, sim) -> None:
         worst = min(((h.support_margin(h.forces(sol.lam[h.name])[0]), h) for h in src.hinges.values()
                      if not h.controlled), key=lambda z: z[0], default=(np.inf, None))
         h = worst[1]
-        if h is None or worst[0] >= -1e-9 * max(float(np.abs(sol.lam[h.name]).max(initial=0.0)), 1e-12):
+        if h is None or worst[0] >= -_tol(sol.lam[h.name]):
             break
         release(src, sim, h, h.points[int(np.argmin(h.forces(sol.lam[h.name])[0]))])
     sol = sim.solve_now() if any(h.controlled for h in src.hinges.values()) else None
     for h in src.hinges.values():
-        arm_spares(h)
-        if h.controlled and h.region != "point":
+        h.arm_spares()
+        if h.controlled and h.region != Region.POINT:
             fn = h.forces(sol.lam[h.name])[0]
-            h.region = {0: "none", 1: "vertex", 2: "edge"}.get(int(np.sum(fn > 1e-9 * max(fn.max(initial=0), 1e-12))), "face")
+            # (of the largest force, not magnitude: a controlled hinge's forces are compressive)
+            h.region = Region.of_count(int(np.sum(fn > FORCE_RTOL * max(fn.max(initial=0), FORCE_FLOOR))), Region.NONE)
     src.support_solves.append(time.perf_counter() - t0)
 
 
 def release(src, sim, h: ContactHinge, point: SupportPoint) -> None:
     """Give up one support point of h (it becomes a spare vertex, watched for touching down);
     the free hinges' held and dependent points are chosen again; h is removed if left empty."""
-    h.spare.append(point)
+    h.release(point)
     free = [x for x in src.hinges.values() if not x.controlled]
     for x in free:
-        x.points, x.dependent = [p for p in x.support() if p is not point], []
-        x.stick_keep[:] = True
-        x._cache_version = -1
+        x.hold([p for p in x.support() if p is not point])
     if not h.points:
         src._remove(sim, h.pair, "no compressive support")
         free.remove(h)
-    choose_bases(src, sim.mech, free, np.ones(sum(len(x.points) for x in free), dtype=bool))
+    choose_bases(src, sim, free, np.ones(sum(len(x.points) for x in free), dtype=bool))
 
 
 def release_for_consistency(src, sim) -> bool:
     """Release the first support point (sliding hinges' first; never a hinge's last) after
     which the rows are consistent; False (everything as it was) if no single point does it."""
     free = [h for h in src.hinges.values() if not h.controlled]
-    saved = [(h, list(h.points), list(h.dependent), list(h.spare), h.stick_keep.copy()) for h in free]
-    for h in sorted(free, key=lambda x: x.mode != "slide"):
+    saved = [(h, h.support_state()) for h in free]
+    for h in sorted(free, key=lambda x: x.mode != Mode.SLIDE):
         for point in list(h.points) if len(h.support()) > 1 else []:
             release(src, sim, h, point)
             try:
                 sim.solve_now()
                 return True
             except InconsistentEquationsError:
-                for x, points, dependent, spare, keep in saved:
-                    x.points, x.dependent, x.spare = list(points), list(dependent), list(spare)
-                    x.stick_keep[:] = keep
-                    x.version += 1
-                    x._cache_version = -1
+                for x, state in saved:
+                    x.restore(state)
     return False
 
 
@@ -130,19 +133,7 @@ def _actuated(mech, h: ContactHinge) -> bool:
     return False
 
 
-def arm_spares(h: ContactHinge) -> None:
-    """Watch the spare vertices from where they are: one already slightly below the surface
-    (a dropped redundant point) fires when it sinks a further ``penetration_tolerance``."""
-    sides = h.sides()
-    spares = []
-    for s in h.spare:
-        P, Q, k = sides[s.owner]
-        gap = float((P.point(s.local_a) - Q.point(s.local_o)) @ k)
-        spares.append(SupportPoint(s.local_a, s.local_o, s.radius, s.owner, min(gap, 0.0)))
-    h.spare = spares
-
-
-def choose_bases(src, mech, hinges, held: np.ndarray) -> None:
+def choose_bases(src, sim, hinges, held: np.ndarray) -> None:
     """Each hinge's support (its ``held`` candidates) as held points and dependent points.
 
     Every support point rests, so all must stay on the surface; but the rows of coplanar
@@ -164,21 +155,20 @@ def choose_bases(src, mech, hinges, held: np.ndarray) -> None:
             return False
         trial = np.array(chosen + [row / nr])
         sv = np.linalg.svd(trial, compute_uv=False)
-        if len(sv) < len(trial) or sv[-1] <= 1e-5 * sv[0]:  # well clear of the solver's and the critical-form rank tests
+        if len(sv) < len(trial) or sv[-1] <= BASIS_SV_RATIO * sv[0]:
             return False
         chosen.append(row / nr)
         return True
 
+    mech = sim.mech
     for c in mech.constraints.values():
         if not isinstance(c, ContactHinge):
             for row in c.jacobian():
                 add(row)
-    full = [h._rows()[1] for h in hinges]
+    full = [h.rows()[1] for h in hinges]
     for h, J in zip(hinges, full):
         k = len(h.points)
-        for i in range(h._stick_rows()):
-            h.stick_keep[i] = add(J[k + i])
-        h._cache_version = -1
+        h.keep_stick_rows([add(J[k + i]) for i in range(h.stick_row_count())])
     off = 0
     for h, J in zip(hinges, full):
         k = len(h.points)
@@ -189,17 +179,13 @@ def choose_bases(src, mech, hinges, held: np.ndarray) -> None:
         basis = [i for i in _spread_order(X, support) if add(J[i])]
         rest = [i for i in support if i not in basis]
         plane = _affine_residual(X[basis], X[rest]) if rest else np.zeros(0)
-        dependent = [i for i, r in zip(rest, plane) if r <= 1e-9]
+        dependent = [i for i, r in zip(rest, plane) if r <= PLANE_TOL]
         unsupported = [i for i in range(k) if i not in basis and i not in dependent]
-        h.spare += [h.points[i] for i in unsupported]
-        h.points, h.dependent = [h.points[i] for i in basis], [h.points[i] for i in dependent]
-        h.version += 1
-        h._cache_version = -1
-        h._affine = None
+        h.set_basis(basis, dependent, unsupported)
         if not h.points:
-            src._remove(h._sim, h.pair, "no compressive support")
-        elif h.region != "point":
-            h.region = _region(h.positions(h.support(), sides))
+            src._remove(sim, h.pair, "no compressive support")
+        else:
+            h.update_region(sides)
 
 
 def _equivalent_compressive(mech, hinges, lam: np.ndarray) -> np.ndarray | None:
@@ -208,7 +194,7 @@ def _equivalent_compressive(mech, hinges, lam: np.ndarray) -> np.ndarray | None:
     free = [c.jacobian() for c in mech.constraints.values() if not isinstance(c, ContactHinge)]
     rows = []
     for h in hinges:
-        J = h._rows()[1]
+        J = h.rows()[1]
         rows.append(J[: len(h.points)])
         free.append(J[len(h.points):])
     others = np.vstack(free) if free else np.zeros((0, mech.nv))
@@ -228,7 +214,7 @@ def lcp(src, sim, hinges: Sequence[ContactHinge]) -> tuple[np.ndarray, np.ndarra
         sol = sim.solve_now()
         lam = np.concatenate([h.forces(sol.lam[h.name])[0] for h in hinges])
         held = np.ones(len(lam), dtype=bool)  # every candidate held: none separates
-        if lam.min(initial=0.0) >= -1e-9 * max(float(np.abs(lam).max(initial=0.0)), 1e-12):
+        if lam.min(initial=0.0) >= -_tol(lam):
             return np.maximum(lam, 0.0), held
         # indeterminate forces (redundant points) are the least-squares ones, which may pull
         # where a compressive set with the same generalized force (the same motion) exists
@@ -243,11 +229,11 @@ def lcp(src, sim, hinges: Sequence[ContactHinge]) -> tuple[np.ndarray, np.ndarra
         mech.set_state(q, v, check=False)
         f0 = np.asarray(sim.external_force(t, mech), dtype=float)
     mech.set_state(q, v, check=False)
-    blocks = [h._rows() for h in hinges]
+    blocks = [h.rows() for h in hinges]
     phi, J, drift, G = (np.concatenate([b[i] for b in blocks]) for i in range(4))
     normal = np.concatenate([np.arange(len(b[0])) < len(h.points) for b, h in zip(blocks, hinges)])
     for h in hinges:
-        h.detached = True
+        h.detach()
     try:
         stab = drift + sim.equations.kv * (J @ v) + sim.equations.kp * phi
         a0 = evaluate(mech, sim.equations, t, q, v, f0).a
@@ -255,14 +241,11 @@ def lcp(src, sim, hinges: Sequence[ContactHinge]) -> tuple[np.ndarray, np.ndarra
         cols = [J @ evaluate(mech, sim.equations, t, q, v, f0 + G[i]).a + stab - s0 for i in range(len(J))]
     finally:
         for h in hinges:
-            h.detached = False
-            h._cache_version = -1
+            h.attach()
         mech.set_state(q, v, check=False)
     A = np.array(cols).T
     lam = _refine_lcp(A, s0, normal, _support_qp(A, s0, normal, t))
     sep = s0 + A @ lam
-    tol_s = 1e-9 * max(float(np.max(np.abs(s0))), 1e-12)
-    tol_l = 1e-9 * max(float(np.abs(lam).max(initial=0.0)), 1e-12)
-    held = (lam > tol_l) | (sep <= tol_s)  # in the support: pressed, or resting with zero force
+    held = (lam > _tol(lam)) | (sep <= _tol(s0))  # in the support: pressed, or resting with zero force
     return lam[normal], held[normal]
 
