@@ -102,13 +102,14 @@ class _Body:
 
 def _bodies(mech, joints: tuple[int, int]) -> tuple[_Body, _Body]:
     """The two joints' bodies at the mechanism's state, shared by every hinge until it changes."""
-    cache = mech.__dict__.get("_contact_bodies")
-    if cache is None or cache[0] != mech._version:
+    # (the mechanism's declared cache entries: controlkit.mechanism.CACHE_ENTRIES)
+    cache = mech.cache.get("contact_bodies")
+    if cache is None or cache[0] != mech.state_version:
         mech.kinematics()
-        world = mech.__dict__.get("_contact_world_body")
+        world = mech.cache.get("contact_world_body")
         if world is None or world.J.shape[1] != mech.nv:
-            world = mech._contact_world_body = _Body(mech, 0)  # the world never moves: built once
-        cache = mech._contact_bodies = (mech._version, {0: world})
+            world = mech.cache["contact_world_body"] = _Body(mech, 0)  # the world never moves: built once
+        cache = mech.cache["contact_bodies"] = (mech.state_version, {0: world})
     table = cache[1]
     out = []
     for j in joints:

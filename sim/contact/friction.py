@@ -29,6 +29,8 @@ STATIC_FLOOR = 1e-12
 CONE_BAND = 1e-9
 #: N s: the cone test's absolute band (an impulse of no normal impulse at all)
 CONE_FLOOR = 1e-12
+#: dimensionless: mu_kinetic may exceed mu_static by round-off (a pair given as two equal floats)
+MU_SLACK = 1e-12
 #: default ``(mu_static, mu_kinetic)`` of pairs a table does not name
 DEFAULT_MU = (0.5, 0.4)
 
@@ -173,6 +175,6 @@ def _check_mu(m, what: str) -> tuple[float, float]:
     except (TypeError, ValueError, IndexError):
         raise ControlkitError(f"friction {what}: expected a number mu or a pair (mu_static, mu_kinetic), "
                               f"got {m!r}") from None
-    if not (np.isfinite(ms) and np.isfinite(mk)) or ms < 0 or mk < 0 or mk > ms + 1e-12:
+    if not (np.isfinite(ms) and np.isfinite(mk)) or ms < 0 or mk < 0 or mk > ms + MU_SLACK:
         raise ControlkitError(f"friction {what}: need finite 0 <= mu_kinetic <= mu_static, got ({ms}, {mk})")
     return ms, mk

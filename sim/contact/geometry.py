@@ -16,6 +16,26 @@ from ..collision import CollisionWorld
 from .bodies import _Body
 from .rows import _closest_on_lines
 
+#: m: patch points and support points closer than this are one point
+POINT_TOL = 1e-9
+#: m and dimensionless: a support point coincides with another of its owner within
+#: ``COINCIDE_ATOL + COINCIDE_RTOL |x|`` per coordinate (numpy's allclose)
+COINCIDE_ATOL = 1e-7
+COINCIDE_RTOL = 1e-5
+#: m: support points whose spread (singular values about their centroid) is below this span no
+#: more dimensions (the region: vertex, edge or face)
+REGION_TOL = 1e-7
+#: dimensionless: a patch point within ``NEAR_FACTOR * touch_distance`` of a corner or an edge is
+#: that corner's or on that edge
+NEAR_FACTOR = 10.0
+#: dimensionless: B's face normal stays the contact normal unless A's is closer to coal's by this much
+NORMAL_TIE = 1e-9
+#: dimensionless: two edges whose directions' cross product is below this fraction of their
+#: lengths' product are parallel (sin of the angle: 1 mrad)
+PARALLEL_SIN = 1e-3
+#: s: the finite step that gives the face margins' rates (piecewise linear: exact)
+RATE_STEP = 1e-6
+
 
 class Region(StrEnum):
     """The shape of a contact's support: the affine dimension of its points, or a ball's point."""
@@ -72,12 +92,12 @@ class _Face:
 
 def _coincides(s: SupportPoint, points: Sequence[SupportPoint]) -> bool:
     """Whether a point of the same owner coincides with s (in the owner's frame; numpy's
-    ``allclose(s, p, atol=1e-7)``: within 1e-7 m + 1e-5 of p's coordinates)."""
+    ``allclose``: within ``COINCIDE_ATOL + COINCIDE_RTOL |p|`` of p's coordinates)."""
     mine = [p.local_a for p in points if p.owner == s.owner]
     if not mine:
         return False
     P = np.asarray(mine)
-    return bool((np.abs(s.local_a - P) <= 1e-7 + 1e-5 * np.abs(P)).all(axis=1).any())
+    return bool((np.abs(s.local_a - P) <= COINCIDE_ATOL + COINCIDE_RTOL * np.abs(P)).all(axis=1).any())
 
 
 def _same_key(a, b) -> bool:
@@ -95,6 +115,7 @@ def _unit(x: np.ndarray) -> np.ndarray:
 
 
 def _tangents(n: np.ndarray) -> np.ndarray:
+    # (a helper axis well away from n: x unless n is close to x)
     a = np.array([1.0, 0.0, 0.0]) if abs(n[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
     t1 = np.cross(n, a)
     t1 /= np.linalg.norm(t1)
@@ -214,7 +235,7 @@ class _Geometry:
             for k in range(3):
                 for s in (1.0, -1.0):
                     axis = s * Ma.rotation[:, k]  # A's outward face normal is -n
-                    if -axis @ n > best[0] + 1e-9:
+                    if -axis @ n > best[0] + NORMAL_TIE:
                         best = (-axis @ n, axis, True)
         return best[1], best[2]
 
@@ -233,7 +254,7 @@ class _Geometry:
         face_a = self._plane_point(sa, Ma, -n)
         verts_a = _box_vertices(sa) @ Ma.rotation.T + Ma.translation
         verts_b = _box_vertices(sb) @ Mb.rotation.T + Mb.translation if isinstance(sb, coal.Box) else np.zeros((0, 3))
-        near = 10.0 * self.touch_distance
+        near = NEAR_FACTOR * self.touch_distance
         face_b = self._face(sb, Mb, Jb, n) if isinstance(sb, coal.Box) else None
         face_a_l = self._face(sa, Ma, Ja, -n)
         mech = self.world.mech
@@ -259,7 +280,7 @@ class _Geometry:
                 xa = verts_a[int(np.argmin(np.linalg.norm(verts_a - p, axis=1)))]
             if len(verts_b) and np.min(np.linalg.norm(verts_b - p, axis=1)) <= near:
                 xb = verts_b[int(np.argmin(np.linalg.norm(verts_b - p, axis=1)))]
-            if any(np.linalg.norm(xa - y) <= 1e-9 for y in snapped):
+            if any(np.linalg.norm(xa - y) <= POINT_TOL for y in snapped):
                 continue  # two patch points at one corner: one support point
             snapped.append(xa)
             crossing = _margin(face_b, B, xa[None])[0] <= near and _margin(face_a_l, A, xb[None])[0] <= near
@@ -299,7 +320,7 @@ class _Geometry:
         if _segment_distance(p, a0, u) > near or _segment_distance(p, b0, w) > near:
             return None
         c = np.cross(u, w)
-        if np.linalg.norm(c) < 1e-3 * np.linalg.norm(u) * np.linalg.norm(w):
+        if np.linalg.norm(c) < PARALLEL_SIN * np.linalg.norm(u) * np.linalg.norm(w):
             return None  # (nearly) parallel: a line contact, its ends are the points
         if abs(n @ u) <= self.touch_distance and abs(n @ w) <= self.touch_distance:
             return None  # coplanar in the contact plane: a crossing point on a face
@@ -323,7 +344,7 @@ class _Geometry:
             return 0
         if _margin(face_a, A, xb[None])[0] > near:
             return 1
-        tau = 1e-6  # s; margins are piecewise linear, so a finite step gives their rates exactly
+        tau = RATE_STEP
         dv = A.velocity(xa[None])[0] - B.velocity(xa[None])[0]
         rate_a = _margin(face_b, B, (xa + tau * dv)[None])[0] - _margin(face_b, B, xa[None])[0]
         rate_b = _margin(face_a, A, (xb - tau * dv)[None])[0] - _margin(face_a, A, xb[None])[0]
@@ -400,7 +421,7 @@ def _inside(face, x: np.ndarray, tol: float) -> bool:
     return bool(np.all(np.abs(loc) <= np.asarray(box.halfSide) + tol))
 
 
-def _dedupe(pts, tol=1e-9):
+def _dedupe(pts, tol=POINT_TOL):
     out = []
     for p in pts:
         if all(np.linalg.norm(p - q) > tol for q in out):
@@ -408,7 +429,7 @@ def _dedupe(pts, tol=1e-9):
     return out
 
 
-def _region(X: np.ndarray, tol: float = 1e-7) -> Region:
+def _region(X: np.ndarray, tol: float = REGION_TOL) -> Region:
     """``vertex``, ``edge`` or ``face``: the affine dimension of support points X (k, 3) (m)."""
     if len(X) <= 1:
         return Region.VERTEX

@@ -16,6 +16,10 @@ from .geometry import Region, SupportPoint, _coincides, _Face, _PairContact, _re
 from .rows import _ball_centres, _ball_rows, _edge_rows, _gap_rows, _rolling_rows, _rows_on_world
 from .support import _support_margin
 
+#: m/s (rad/s for the torsion row): relative motion slower than this is none (a stick row that
+#: slips, a sliding contact that still moves)
+SLIP_SPEED = 1e-9
+
 
 class Mode(StrEnum):
     """A contact hinge's friction mode."""
@@ -163,7 +167,7 @@ class ContactHinge(Constraint):
 
         Constant while every support point is a material point of one body; recomputed from the
         positions otherwise (points of both bodies move relative to each other when sliding)."""
-        key = (self.version, self.mech._version)
+        key = (self.version, self.mech.state_version)
         if self._affine is not None:
             old, C, rigid = self._affine
             if old[0] == key[0] and (rigid or old[1] == key[1]):
@@ -184,7 +188,7 @@ class ContactHinge(Constraint):
     def rows(self):
         """``(phi, J, drift, G)``: gaps (m), Jacobian rows, drifts and force rows of all its rows
         at the state, before the stick mask (normals, then t1, t2, torsion); kept per state."""
-        if self._cache_version == self.mech._version:
+        if self._cache_version == self.mech.state_version:
             return self._cache
         sides = self.sides()
         A, B, n = sides[0]
@@ -196,7 +200,7 @@ class ContactHinge(Constraint):
             _, _, la, lo, rad = groups[0]
             self._cache = _rows_on_world(A, n, la, lo, rad, self._anchor_a, self._tangents_b, self.stick_row_count(),
                                          self._world_memo)
-            self._cache_version = self.mech._version
+            self._cache_version = self.mech.state_version
             return self._cache
         blocks = []
         if self.points:
@@ -210,13 +214,13 @@ class ContactHinge(Constraint):
             self._cache = (z, np.zeros((0, nv)), z, np.zeros((0, nv)))
         else:
             self._cache = tuple(np.concatenate([b[i] for b in blocks]) for i in range(4))
-        self._cache_version = self.mech._version
+        self._cache_version = self.mech.state_version
         return self._cache
 
     def sides(self):
         """See :func:`_sides` (kept while the state and the normals are the same)."""
         c = self._sides_cache
-        if c is not None and c[0] == self.mech._version and c[1] is self.normal_b and c[2] is self.normal_a \
+        if c is not None and c[0] == self.mech.state_version and c[1] is self.normal_b and c[2] is self.normal_a \
                 and c[3] == self.joints:
             return c[4]
         if self.balls:  # the normal follows the centres' line
@@ -226,10 +230,10 @@ class ContactHinge(Constraint):
             out = ((A, B, n), (B, A, -n))
         else:
             out = _sides(self.mech, self.joints, self.normal_b, self.normal_a)
-        self._sides_cache = (self.mech._version, self.normal_b, self.normal_a, self.joints, out)
+        self._sides_cache = (self.mech.state_version, self.normal_b, self.normal_a, self.joints, out)
         return out
 
-    def slips(self, v: np.ndarray, tol: float = 1e-9) -> bool:
+    def slips(self, v: np.ndarray, tol: float = SLIP_SPEED) -> bool:
         """Whether its held stick rows see a relative motion (``|J v| > tol``, m/s or rad/s) at v."""
         k = len(self.points)
         J = self.jacobian()[k:]
@@ -381,7 +385,7 @@ class ContactHinge(Constraint):
         s = np.linalg.norm(vt)
         # past a stop (within an integration step) friction keeps its direction, so that the
         # stop is a visible zero crossing of the slide guard instead of chatter inside a step
-        moving = s > 1e-9 and vt.dot(self.slide_dir) > 0
+        moving = s > SLIP_SPEED and vt.dot(self.slide_dir) > 0
         return (vt / s if moving else self.slide_dir), moving
 
     def sliding_friction(self, fn: np.ndarray) -> np.ndarray:

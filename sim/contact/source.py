@@ -15,13 +15,18 @@ from ..impact import LAWS, RestitutionTable
 from ..stabilization import project_velocities
 from . import impacts, support_set
 from .friction import FrictionLaw
-from .geometry import SupportPoint, _Geometry, _margin, _PairContact, _same_key, _unit
+from .geometry import POINT_TOL, SupportPoint, _Geometry, _margin, _PairContact, _same_key, _unit
 from .hinge import ContactHinge, Mode
 from .rows import _edge_geometry
+from .support import FORCE_FLOOR, FORCE_RTOL
 
 #: dimensionless: a sliding contact whose sliding velocity turned from its direction by more than
 #: ``acos(1 - TURN_TOL)`` (1.4 mrad) follows the new direction (its slide guard re-armed)
 TURN_TOL = 1e-6
+#: m: how far a crossing support point may lag its edges' crossing before it is an event
+CROSSING_SLACK = 1e-3
+#: s: the longest time tolerance of event isolation enable_contacts takes from the simulator
+MAX_TOLERANCE = 1e-9
 
 
 def _multipliers_of(sol, h: ContactHinge) -> np.ndarray:
@@ -71,7 +76,7 @@ class ContactSource(EventSource):
         self.rest_velocity = float(rest_velocity)
         self.stick_velocity = float(stick_velocity)
         self.impact_velocity = float(impact_velocity)
-        self.crossing_slack = 1e-3  # m: how far a crossing point may lag before it is an event
+        self.crossing_slack = CROSSING_SLACK
         self.name = name
         self.geometry = _Geometry(world, self.touch_distance)
         self.hinges: dict[int, ContactHinge] = {}
@@ -96,7 +101,7 @@ class ContactSource(EventSource):
         mech = sim.mech
         # the solution must be this state's under the simulator's statements: a program's guard
         # may have set the state (to read a point) without solving
-        if not (mech._q is q and mech._v is v and mech.solved(sim.equations)):
+        if not (mech.state_is(q, v) and mech.solved(sim.equations)):
             try:
                 sim._accel(t, q, v)
             except InconsistentEquationsError:
@@ -143,7 +148,7 @@ class ContactSource(EventSource):
         vertex gaps depend on the state alone, which a control phase does not change."""
         lay, mech = self._layout, sim.mech
         if lay is None or len(before) != lay[2] or lay[0] != self._layout_key(q) \
-                or not (mech._q is q and mech._v is v and mech.solved(sim.equations)):
+                or not (mech.state_is(q, v) and mech.solved(sim.equations)):
             return self.guards(sim, t, q, v)
         sol, out = mech.solution, before.copy()
         for h, start in zip(self.hinges.values(), lay[1]):
@@ -164,7 +169,7 @@ class ContactSource(EventSource):
         # the support holds while some compressive distribution over all its points gives these
         # forces; a margin that is zero in theory (a point resting with no load) fires only on a
         # tensile force beyond round-off, not on noise around zero
-        g = [h.support_margin(fn) + 1e-9 * (sum(map(abs, f)) + 1e-12)]
+        g = [h.support_margin(fn) + FORCE_RTOL * (sum(map(abs, f)) + FORCE_FLOOR)]
         if h.mode == Mode.STICK:
             g.append(FrictionLaw.static_margin(h.mu_s, f, ft))
         elif h.mode == Mode.SLIDE:
@@ -262,7 +267,7 @@ class ContactSource(EventSource):
                 continue
             if not placed:
                 sim.mech.set_state(sim.q, sim.v, check=False)
-                self.world._place(sim.q, True)
+                self.world.place(sim.q, True)
                 placed = True
             sides = h.sides()
             changed = False
@@ -271,7 +276,7 @@ class ContactSource(EventSource):
                 A, B = sides[0][0], sides[0][1]
                 xa, xb = _edge_geometry(A, B, p.edges)[:2]
                 la = A.R.T @ (xa - A.t)
-                if np.linalg.norm(la - p.local_a) > 1e-9:
+                if np.linalg.norm(la - p.local_a) > POINT_TOL:
                     support[i] = SupportPoint(la, B.R.T @ (xb - B.t), crossing=True, edges=p.edges)
                     changed = True
             g = self.geometry.contact(k) if old else None
@@ -284,7 +289,7 @@ class ContactSource(EventSource):
                 p = support[i]
                 x = sides[p.owner][0].point(p.local_a)
                 j = int(np.argmin(np.linalg.norm(where - x, axis=1)))
-                if 1e-9 < np.linalg.norm(where[j] - x) <= self.crossing_slack:
+                if POINT_TOL < np.linalg.norm(where[j] - x) <= self.crossing_slack:
                     support[i] = new[j]
                     changed = True
             h.move_support(support, changed)
@@ -300,7 +305,7 @@ class ContactSource(EventSource):
         """Re-establish every contact at the simulator's state: impacts, support sets, stick/slip."""
         mech = sim.mech
         mech.set_state(sim.q, sim.v, check=False)
-        self.world._place(sim.q, True)
+        self.world.place(sim.q, True)
         d = self.world.distances(sim.q)
         self._grace = {k: d0 for k, d0 in self._grace.items() if d[k] <= self.touch_distance}
         touching = sorted(set(np.flatnonzero(d <= self.touch_distance)) | set(self.hinges))
@@ -508,7 +513,7 @@ def enable_contacts(sim, friction=None, restitution=0.0, pairs: Sequence[tuple[s
         (bodies resting on each other at the start get their hinges at once).
     """
     world = CollisionWorld(sim.mech, pairs=pairs, filter=filter)
-    options.setdefault("tolerance", min(sim.event_tolerance, 1e-9))
+    options.setdefault("tolerance", min(sim.event_tolerance, MAX_TOLERANCE))
     src = ContactSource(world, friction, restitution, **options)
     unsupported = [k for k in range(len(world)) if src.geometry.roles(k) is None]
     if unsupported:

@@ -12,6 +12,20 @@ from scipy.optimize import nnls
 from controlkit.errors import ControlkitError, QPError
 from controlkit.qp import solve_qp
 
+#: dimensionless: a force, separation or residual within this fraction of the problem's largest
+#: (force, separating acceleration, generalized force) is zero: round-off
+FORCE_RTOL = 1e-9
+#: the smallest scale (N, m/s^2) FORCE_RTOL is taken of, when the problem's largest is zero
+FORCE_FLOOR = 1e-12
+#: dimensionless: the support QP's regularization, a fraction of the contact matrix's largest
+#: diagonal entry added to its diagonal (least-squares forces among equivalent ones)
+QP_REG = 1e-9
+#: dimensionless: singular values of a support subproblem below this fraction of the largest are
+#: dropped (redundant points share their load by least squares)
+LSTSQ_RCOND = 1e-10
+#: dimensionless: the support-margin LP's regularization (its QP form's Hessian, on forces of order one)
+LP_REG = 1e-8
+
 
 def _spread_order(X: np.ndarray, idx: Sequence[int]) -> list[int]:
     """Indices ``idx`` of points X (k, 3), widest first: the farthest from their centroid, the
@@ -46,9 +60,9 @@ def _support_qp(A: np.ndarray, s0: np.ndarray, normal: np.ndarray, t: float) -> 
     among equivalent ones when points are redundant."""
     k = len(s0)
     H = 0.5 * (A + A.T)
-    scale = max(float(np.max(np.abs(np.diag(H)))), 1e-12)
+    scale = max(float(np.max(np.abs(np.diag(H)))), FORCE_FLOOR)
     # A is positive semi-definite up to round-off (and for sliding friction only nearly so)
-    shift = max(0.0, -float(np.linalg.eigvalsh(H)[0])) + 1e-9 * scale
+    shift = max(0.0, -float(np.linalg.eigvalsh(H)[0])) + QP_REG * scale
     H = H + shift * np.eye(k)
     try:  # lam >= 0 on the normal rows
         lam = solve_qp(H, s0, G=-np.eye(k)[normal], h=np.zeros(int(np.count_nonzero(normal)))).x
@@ -64,17 +78,17 @@ def _refine_lcp(A: np.ndarray, s0: np.ndarray, normal: np.ndarray, lam: np.ndarr
     ``lam >= 0, s = s0 + A lam >= 0`` hold with ``lam_i s_i = 0`` on the normal rows (the other rows
     always held; least-squares forces on redundant sets)."""
     k = len(s0)
-    tol_s = 1e-9 * max(float(np.max(np.abs(s0))), 1e-12)
-    S = ~normal | (lam > 1e-9 * max(float(lam[normal].max(initial=0.0)), 1e-12))
+    tol_s = FORCE_RTOL * max(float(np.max(np.abs(s0))), FORCE_FLOOR)
+    S = ~normal | (lam > FORCE_RTOL * max(float(lam[normal].max(initial=0.0)), FORCE_FLOOR))
     for _ in range(max_iter):
         lamS = np.zeros(k)
         idx = np.flatnonzero(S)
         if idx.size:
-            lamS[idx] = np.linalg.lstsq(A[np.ix_(idx, idx)], -s0[idx], rcond=1e-10)[0]
+            lamS[idx] = np.linalg.lstsq(A[np.ix_(idx, idx)], -s0[idx], rcond=LSTSQ_RCOND)[0]
         s = s0 + A @ lamS
         neg = np.where(S & normal, lamS, np.inf)
         pen = np.where(~S & normal, s, np.inf)
-        tol_l = 1e-9 * max(float(np.abs(lamS).max(initial=0.0)), 1e-12)
+        tol_l = FORCE_RTOL * max(float(np.abs(lamS).max(initial=0.0)), FORCE_FLOOR)
         if neg.min() < -tol_l:
             S[int(np.argmin(neg))] = False
         elif pen.min() < -tol_s:
@@ -102,7 +116,7 @@ def _basic_forces(rows: np.ndarray, others: np.ndarray, lam: np.ndarray) -> np.n
         A = A - Q @ (Q.T @ A)  # modulo the free forces' span
     b = A @ lam
     x, res = nnls(A, b)
-    return x if res <= 1e-9 * max(float(np.linalg.norm(b)), 1e-12) else None
+    return x if res <= FORCE_RTOL * max(float(np.linalg.norm(b)), FORCE_FLOOR) else None
 
 
 def _top_of_lines(lines, default: float) -> float:
@@ -144,9 +158,9 @@ def _support_margin(fn: np.ndarray, C: np.ndarray) -> float:
             lines.append((-c, x))
         return _top_of_lines(lines, min(f, default=math.inf))
     # a small LP as a regularized QP in (mu, t), scaled to forces of order one
-    scale = max(float(np.abs(fn).max(initial=0.0)), 1e-12)
+    scale = max(float(np.abs(fn).max(initial=0.0)), FORCE_FLOOR)
     n = d + 1
-    G = 1e-8 * np.eye(n)
+    G = LP_REG * np.eye(n)
     a = np.zeros(n)
     a[-1] = 1.0
     rows = np.zeros((n, d + k))

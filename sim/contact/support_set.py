@@ -13,12 +13,8 @@ from controlkit.errors import ControlkitError, InconsistentEquationsError
 
 from .geometry import Region, SupportPoint
 from .hinge import ContactHinge, Mode
-from .support import _affine_residual, _basic_forces, _refine_lcp, _spread_order, _support_qp
+from .support import FORCE_FLOOR, FORCE_RTOL, _affine_residual, _basic_forces, _refine_lcp, _spread_order, _support_qp
 
-#: dimensionless: a normal force (or a margin) within this fraction of the largest force is zero
-FORCE_RTOL = 1e-9
-#: N: the smallest force scale FORCE_RTOL is taken of (all forces zero)
-FORCE_FLOOR = 1e-12
 #: dimensionless: a row joins the held rows when the smallest singular value of the normalized rows
 #: stays above this fraction of the largest (well clear of the solver's and the critical-form rank tests)
 BASIS_SV_RATIO = 1e-5
