@@ -54,19 +54,21 @@ inequalities on its forces (:meth:`ContactHinge.force_inequalities`), so torques
 compressive contact forces are chosen together; its force and slip guards are not needed.
 
 Every change is logged: ``contact_made``, ``contact_changed`` (region face/edge/vertex,
-support points), ``contact_broken``, ``slip``, ``stick``, ``impact``.
+support points), ``contact_broken``, ``slip``, ``stick``, ``impact``. What touches what at the
+last solve: :func:`contacts_of` (``sim.contact.contacts_of(sim, body)``).
 """
 from .bodies import _bodies as _bodies
 from .friction import POINT_SLIDE_SPEED, FrictionLaw, FrictionTable
-from .geometry import SupportPoint
+from .geometry import Region, SupportPoint
 from .geometry import _box_edges as _box_edges
 from .geometry import _Geometry as _Geometry
-from .hinge import ContactHinge
+from .hinge import ContactHinge, Mode
+from .query import ContactState, contacts_of
 from .rows import _edge_geometry as _edge_geometry
 from .rows import _edge_rows as _edge_rows
 from .rows import _rows_on_world as _rows_on_world
 from .source import ContactForceProbe, ContactSource, enable_contacts
 
 # (the private helpers above are re-exported for the tests that check them directly)
-__all__ = ["ContactForceProbe", "ContactHinge", "ContactSource", "FrictionLaw", "FrictionTable", "POINT_SLIDE_SPEED", "SupportPoint",
-           "enable_contacts"]
+__all__ = ["ContactForceProbe", "ContactHinge", "ContactSource", "ContactState", "FrictionLaw", "FrictionTable", "Mode",
+           "POINT_SLIDE_SPEED", "Region", "SupportPoint", "contacts_of", "enable_contacts"]

@@ -17,6 +17,7 @@ from . import impacts, support_set
 from .friction import FrictionLaw
 from .geometry import POINT_TOL, SupportPoint, _Geometry, _margin, _PairContact, _same_key, _unit
 from .hinge import ContactHinge, Mode
+from .query import ContactState, friction_on_a, hinge_states
 from .rows import _edge_geometry
 from .support import FORCE_FLOOR, FORCE_RTOL
 
@@ -465,15 +466,15 @@ class ContactSource(EventSource):
         out = {}
         for h in self.hinges.values():
             fn, ft = h.forces(_multipliers_of(sol, h))
-            if h.mode == Mode.STICK:
-                fr = h.tangent_world(ft)
-            elif h.mode == Mode.SLIDE:
-                fr = h.sliding_friction(fn)
-            else:
-                fr = np.zeros(3)
-            out[h.label] = dict(normal=float(np.add.reduce(fn)), friction=fr, mode=h.mode,
+            out[h.label] = dict(normal=float(np.add.reduce(fn)), friction=friction_on_a(h, fn, ft), mode=h.mode,
                                 region=h.region, points=len(h.support()))
         return out
+
+    def contacts_of(self, body: str) -> list[ContactState]:
+        """The contacts of this source's pairs touching ``body`` (a geometry name, or a body's: its
+        joint's), with the forces of the last solve: see :func:`sim.contact.contacts_of`."""
+        sol = self.world.mech.solution
+        return hinge_states(self.hinges.values(), lambda h: _multipliers_of(sol, h), self.world.mech.model, body)
 
     def force_probe(self, sim, geom_a: str, geom_b: str) -> "ContactForceProbe":
         """A recordable quantity: (normal N, friction x, y, z N) of one pair, zeros when apart."""
