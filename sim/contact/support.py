@@ -115,6 +115,12 @@ def _basic_forces(rows: np.ndarray, others: np.ndarray, lam: np.ndarray) -> np.n
         Q = np.linalg.qr(others.T)[0]
         A = A - Q @ (Q.T @ A)  # modulo the free forces' span
     b = A @ lam
+    # scipy's NNLS, not controlkit.qp.solve_qp: the nonnegative least-squares minimizer is not unique
+    # when the rows are dependent (rank < k, the usual case here), and NNLS's active-set method
+    # returns a basic one (at most rank-many nonzero forces), which is what is asked for; the QP
+    # form ``min 1/2 x^T A^T A x - b^T A x, x >= 0`` needs a regularized Hessian (quadprog refused
+    # A^T A in 88 of 149 calls of the bench scenes and a 6 s walk) and then returns forces spread
+    # over all the points, up to 37% apart from NNLS's (relative to the largest force)
     x, res = nnls(A, b)
     return x if res <= FORCE_RTOL * max(float(np.linalg.norm(b)), FORCE_FLOOR) else None
 
