@@ -240,6 +240,8 @@ class _Geometry:
         return best[1], best[2]
 
     def _build(self, pair, ia, ib, sa, sb, Ma, Mb, n, pts) -> _PairContact:
+        """The contact of A (geometry ia, shape sa at Ma) on B along the normal n (world, from B
+        towards A) from coal's patch points ``pts`` (world): support points, region, spares, faces."""
         objs = self.objs
         ja, jb = objs[ia].parentJoint, objs[ib].parentJoint
         data = self.world.data
@@ -288,22 +290,27 @@ class _Geometry:
                 points.append(SupportPoint(Ja.actInv(xa), Jb.actInv(xb), crossing=crossing))
             else:
                 points.append(SupportPoint(Jb.actInv(xb), Ja.actInv(xa), owner=1, crossing=crossing))
-        # vertices touching the other face that the patch left out (its points lie around the deepest one)
-        for owner, (verts, plane, k, face, _Mq, Jp, Jq) in enumerate(
-                ((verts_a, plane_b, n, isinstance(sb, coal.Box) and (sb, Mb), Mb, Ja, Jb),
-                 (verts_b, face_a, -n, (sa, Ma), Ma, Jb, Ja))):
-            for x in verts:
-                if (x - plane) @ k > self.touch_distance or not _inside(face, x, self.touch_distance):
-                    continue
-                have = [Ja.act(p.local_a) if p.owner == 0 else Jb.act(p.local_a) for p in points]
-                if all(np.linalg.norm(x - y) > near for y in have):
-                    points.append(SupportPoint(Jp.actInv(x), Jq.actInv(x - k * ((x - plane) @ k)), owner=owner))
+        self._add_left_out(points, ((verts_a, plane_b, n, isinstance(sb, coal.Box) and (sb, Mb), Ja, Jb),
+                                    (verts_b, face_a, -n, (sa, Ma), Jb, Ja)), Ja, Jb, near)
         region = Region.of_count(len(points), Region.FACE)
         spare = [SupportPoint(Ja.actInv(x), Jb.actInv(plane_b)) for x in verts_a]
         spare += [SupportPoint(Jb.actInv(x), Ja.actInv(face_a), owner=1) for x in verts_b]
         faces = (face_b, face_a_l)
         return _PairContact(pair, (objs[ia].name, objs[ib].name), (ja, jb), nb, points, region, spare, faces,
                             Ja.rotation.T @ -n)
+
+    def _add_left_out(self, points: list[SupportPoint], sides, Ja, Jb, near: float) -> None:
+        """Add to ``points`` the vertices touching the other face that the patch left out (its points
+        lie around the deepest one). ``sides``: per owner (A's vertices on B's plane, then B's on A's
+        face), ``(vertices (k, 3) world, a point of the other's plane, its normal, the other's box
+        and placement or False, the owner's and the other's joint placements)``."""
+        for owner, (verts, plane, k, face, Jp, Jq) in enumerate(sides):
+            for x in verts:
+                if (x - plane) @ k > self.touch_distance or not _inside(face, x, self.touch_distance):
+                    continue
+                have = [Ja.act(p.local_a) if p.owner == 0 else Jb.act(p.local_a) for p in points]
+                if all(np.linalg.norm(x - y) > near for y in have):
+                    points.append(SupportPoint(Jp.actInv(x), Jq.actInv(x - k * ((x - plane) @ k)), owner=owner))
 
     def _edge_crossing(self, edges_a, edges_b, p, n, near, center_a):
         """The edges of A and B through patch point p (world) when they cross at an angle, else None.

@@ -30,6 +30,12 @@ class Mode(StrEnum):
     FRICTIONLESS = "frictionless"  # normal rows only; mu_s = 0
 
 
+# (module names for the hot paths: an enum member's lookup costs ~0.1 us in Python 3.11, and the
+# mode is read at every assembly and guard evaluation)
+_STICK, _SLIDE = Mode.STICK, Mode.SLIDE
+_WITH_TORSION = (Region.EDGE, Region.FACE)
+
+
 # ------------------------------------------------------------- contact hinge
 class ContactHinge(Constraint):
     """The temporary hinge of one contacting pair (its rows: see :mod:`sim.contact`).
@@ -101,7 +107,7 @@ class ContactHinge(Constraint):
     @property
     def ideal(self) -> bool:
         """Its forces act along its rows unless it slides (kinetic friction)."""
-        return self.mode != Mode.SLIDE or self.detached
+        return self.mode != _SLIDE or self.detached
 
     @property
     def signature(self):
@@ -121,9 +127,9 @@ class ContactHinge(Constraint):
     def stick_row_count(self) -> int:
         """How many stick rows it has: none unless sticking; t1, t2 and, for an edge or a face,
         the torsion about the normal."""
-        if self.mode != Mode.STICK:
+        if self.mode != _STICK:
             return 0
-        return 3 if self.region in (Region.EDGE, Region.FACE) else 2
+        return 3 if self.region in _WITH_TORSION else 2
 
     def row_labels(self) -> list[str]:
         # read at every assembly: cached on what they depend on (the lists are only read)
@@ -193,9 +199,9 @@ class ContactHinge(Constraint):
         sides = self.sides()
         A, B, n = sides[0]
         groups = self._groups()
-        if B.world and self.mode != Mode.SLIDE and len(groups) == 1 and groups[0][0] == 0 \
+        if B.world and self.mode != _SLIDE and len(groups) == 1 and groups[0][0] == 0 \
                 and len(groups[0][1]) == len(self.points) and not self.balls \
-                and not (self.mode == Mode.STICK and self._rolls):
+                and not (self.mode == _STICK and self._rolls):
             # the common case (a foot on the ground): A's material points on the fixed world
             _, _, la, lo, rad = groups[0]
             self._cache = _rows_on_world(A, n, la, lo, rad, self._anchor_a, self._tangents_b, self.stick_row_count(),
@@ -284,7 +290,7 @@ class ContactHinge(Constraint):
         return self._group_cache
 
     def _normal_rows(self, sides):
-        u, own = self._sliding_direction(*sides[0]) if self.mode == Mode.SLIDE else (None, False)
+        u, own = self._sliding_direction(*sides[0]) if self.mode == _SLIDE else (None, False)
         if self.balls:
             p = self.points[0]
             return _ball_rows(*sides[0][:2], p.local_a[None], p.local_o[None], p.radius, p.radius_b, u, self.mu_k, own)
@@ -360,7 +366,7 @@ class ContactHinge(Constraint):
             nv = self.mech.nv
             return np.zeros(0), np.zeros((0, nv)), np.zeros(0)
         phi, J, drift, _ = self.rows()
-        if self.mode == Mode.STICK and not all(self.stick_keep.tolist()[: self.stick_row_count()]):
+        if self.mode == _STICK and not all(self.stick_keep.tolist()[: self.stick_row_count()]):
             keep = self.row_mask()
             return phi[keep], J[keep], drift[keep]
         return phi, J, drift
@@ -454,7 +460,7 @@ class ContactHinge(Constraint):
         """Split a multiplier vector into normal forces (k,) N and tangential force (2,) N (views of
         ``lam`` where they can be: read them, do not write them)."""
         k = len(self.points)
-        if self.mode == Mode.STICK:
+        if self.mode == _STICK:
             keep = self.stick_keep.tolist()  # (read at every step's force guards: floats, no masks)
             if keep[0] and keep[1]:
                 return lam[:k], lam[k:k + 2]

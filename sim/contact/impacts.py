@@ -56,6 +56,9 @@ def missed_rows(src, sim, geo, J, u, owners):
 
 
 def impact(src, sim, geo) -> None:
+    """Resolve the impact of the touching pairs ``geo`` (pair -> contact patch) if any of their points
+    approaches faster than ``impact_velocity``: the simulator's velocity jumps, the impact is logged,
+    and sticking hinges that slid through it slide on (:func:`_slide_on`)."""
     if not geo:
         return
     J, u, owners = missed_rows(src, sim, geo, *point_rows(sim, geo))
@@ -108,12 +111,16 @@ def impact(src, sim, geo) -> None:
     src.impacts += 1
     sim.v = res.v
     mech.set_state(sim.q, sim.v, check=False)
-    u1 = J @ res.v
-    for h in was_sticking:
-        # slid through the impact and still resting on all its points: it slides on (held as
-        # sticking, its slip would be stopped by static friction doing work, or impulsively);
-        # a hinge tipping off some points is chosen again by the support pass
-        if h not in sticking and all(u1[i] <= src.rest_velocity for i, (k, _) in enumerate(owners) if k == h.pair):
+    _slide_on(src, [h for h in was_sticking if h not in sticking], J @ res.v, owners)
+
+
+def _slide_on(src, slid: list[ContactHinge], u1: np.ndarray, owners) -> None:
+    """Hinges that slid through an impact (``slid``) and still rest on all their points (normal
+    velocities ``u1`` (m/s) of the rows ``owners``) slide on: held as sticking, their slip would be
+    stopped by static friction doing work, or impulsively. A hinge tipping off some points is chosen
+    again by the support pass."""
+    for h in slid:
+        if all(u1[i] <= src.rest_velocity for i, (k, _) in enumerate(owners) if k == h.pair):
             vt = h.tangential_velocity()
             if np.linalg.norm(vt) > src.stick_velocity:
                 h.slide(_unit(vt))

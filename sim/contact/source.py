@@ -16,7 +16,7 @@ from ..stabilization import project_velocities
 from . import impacts, support_set
 from .friction import FrictionLaw
 from .geometry import POINT_TOL, SupportPoint, _Geometry, _margin, _PairContact, _same_key, _unit
-from .hinge import ContactHinge, Mode
+from .hinge import _SLIDE, _STICK, ContactHinge, Mode
 from .query import ContactState, friction_on_a, hinge_states
 from .rows import _edge_geometry
 from .support import FORCE_FLOOR, FORCE_RTOL
@@ -171,9 +171,9 @@ class ContactSource(EventSource):
         # forces; a margin that is zero in theory (a point resting with no load) fires only on a
         # tensile force beyond round-off, not on noise around zero
         g = [h.support_margin(fn) + FORCE_RTOL * (sum(map(abs, f)) + FORCE_FLOOR)]
-        if h.mode == Mode.STICK:
+        if h.mode == _STICK:
             g.append(FrictionLaw.static_margin(h.mu_s, f, ft))
-        elif h.mode == Mode.SLIDE:
+        elif h.mode == _SLIDE:
             g.append(h.tangential_velocity().dot(h.slide_dir))
         return g
 
