@@ -315,12 +315,12 @@ def pd_reference(p: np.ndarray, v: np.ndarray, a: np.ndarray, kp, kd) -> np.ndar
 
 
 # ------------------------------------------------------------------ Fig. 6.9
-def walk(ctl, body: WholeBody, plan: WalkPlan):
+def walk(ctl, body: WholeBody, plan: WalkPlan, contacts: Callable[[str], list] | None = None):
     """The walking program of Fig. 6.9 on the whole-body servo, from standing on both feet.
 
-    A foot's touch is sensed as a contact of the simulated foot (a contact hinge on it) or its
-    sole's lowest corner at the ground. Ends standing on both feet
-    after the plan's steps.
+    A foot's touch is sensed as a contact of the simulated foot (``contacts(geom)``: the contacts
+    touching a geometry, see :func:`contacts_of`; None: no touch sensor) or its sole's lowest
+    corner at the ground. Ends standing on both feet after the plan's steps.
     """
     legs = body.biped.feet
     W = body.weight  # N: the controller's model's weight (its load ceilings ramp over it)
@@ -347,14 +347,14 @@ def walk(ctl, body: WholeBody, plan: WalkPlan):
         yield ctl.until(lambda: distance_to_target(ctl, swing, step.target) < CLOSE_TO_TARGET,  # noqa: B023 (the program waits at this yield: the condition is called in this iteration only)
                         label=f"{swing.frame} heel near target")
         # R-LANDING: the heel comes on down at the strike speed (the path goes on at it)
-        yield ctl.until(lambda: foot_has_touched(ctl, swing), label=f"{swing.frame} touched")  # noqa: B023 (the program waits at this yield: the condition is called in this iteration only)
+        yield ctl.until(lambda: foot_has_touched(ctl, swing, contacts), label=f"{swing.frame} touched")  # noqa: B023 (the program waits at this yield: the condition is called in this iteration only)
         taken += 1
         ctl.log("heel strike", foot=swing.frame, geom=swing.geom, target=step.target.tolist(),
                 heel=ctl.value(ctl.point(*swing.heel)).tolist())
         # it settles flat, still level and pressed down by its path, before it is planted: the
         # servo's model holds a planted foot flat, and one still on an edge would be pushed about
         touched = ctl.t
-        yield ctl.until(lambda: foot_is_flat(ctl, swing) or ctl.t > touched + SETTLE_TIME,  # noqa: B023 (the program waits at this yield: the condition is called in this iteration only)
+        yield ctl.until(lambda: foot_is_flat(ctl, swing, contacts) or ctl.t > touched + SETTLE_TIME,  # noqa: B023 (the program waits at this yield: the condition is called in this iteration only)
                         label=f"{swing.frame} flat")
         body.remove(swing.heel_traj, swing.orientation_task)
         t0 = ctl.t
@@ -404,20 +404,27 @@ def sole_height(ctl, foot: Foot, highest: bool = False) -> float:
     return float((z.max() if highest else z.min()) + M.translation[2])
 
 
-def foot_is_flat(ctl, foot: Foot) -> bool:
-    """The sole rests on the ground: its contact is a face (the touch sensor), or all its corners
-    are within ``FLAT_HEIGHT`` of the ground."""
-    if any(foot.geom in getattr(c, "geoms", ()) and getattr(c, "region", "") == "face"
-           for c in ctl.mech.constraints.values()):
+def foot_is_flat(ctl, foot: Foot, contacts: Callable[[str], list] | None = None) -> bool:
+    """The sole rests on the ground: its contact is a face (the touch sensor ``contacts``, see
+    :func:`walk`), or all its corners are within ``FLAT_HEIGHT`` of the ground."""
+    if contacts is not None and any(c.region == "face" for c in contacts(foot.geom)):
         return True
     return sole_height(ctl, foot, highest=True) <= FLAT_HEIGHT
 
 
-def foot_has_touched(ctl, foot: Foot) -> bool:
-    """The foot touches the ground: a contact holds it (the touch sensor), or its sole reached z = 0."""
-    if any(foot.geom in getattr(c, "geoms", ()) for c in ctl.mech.constraints.values()):
+def foot_has_touched(ctl, foot: Foot, contacts: Callable[[str], list] | None = None) -> bool:
+    """The foot touches the ground: a contact holds it (the touch sensor ``contacts``, see
+    :func:`walk`), or its sole reached z = 0."""
+    if contacts is not None and contacts(foot.geom):
         return True
     return sole_height(ctl, foot) <= 0.0
+
+
+def contacts_of(sim, geom: str) -> list:
+    """The contacts touching a geometry of the simulated robot (``sim.contact``'s query: each
+    contact source's ``contacts_of``, asked through the simulator's event sources, as controllers
+    do not import ``sim``): states with ``other``, ``region``, ``points``, ``mode``, forces."""
+    return [c for src in sim.sources if hasattr(src, "contacts_of") for c in src.contacts_of(geom)]
 
 
 # ------------------------------------------------------------------ setting up
@@ -439,6 +446,6 @@ def walker(sim, biped: Biped, model_mech, steps: int, *, gait: Gait | None = Non
     mid_sole = float(np.mean([f.half_length for f in biped.feet.values()]))  # heel to mid-sole
     plan = WalkPlan(heels, com0.position(model_mech).copy(), steps, gait=gait, zmp_from_heel=mid_sole)
     body = WholeBody(model_mech, biped, plan, gains=gains, mu=mu)
-    sim.add_program(lambda ctl: walk(ctl, body, plan), name="walk")
+    sim.add_program(lambda ctl: walk(ctl, body, plan, lambda geom: contacts_of(sim, geom)), name="walk")
     sim.add_program(body.program, name="whole-body servo", period=period)
     return body, plan

@@ -237,7 +237,9 @@ class CollisionWorld:
         return list(self.names)
 
     # -------------------------------------------------------- evaluation
-    def _place(self, q: np.ndarray, jacobians: bool) -> None:
+    def place(self, q: np.ndarray, jacobians: bool = False) -> None:
+        """Place the world's bodies and geometries at configuration q (nq,) (and compute the joint
+        Jacobians when ``jacobians``); nothing is recomputed while q's values stay the same."""
         key = np.asarray(q, dtype=float).tobytes()
         if key != self._q_key:
             pin.forwardKinematics(self.model, self.data, q)
@@ -251,8 +253,8 @@ class CollisionWorld:
 
     def distances(self, q: np.ndarray | None = None) -> np.ndarray:
         """Signed distance (m) of every watched pair at configuration q (default the mechanism's)."""
-        q = self.mech._q if q is None else q
-        self._place(q, False)
+        q = self.mech.q if q is None else q
+        self.place(q, False)
         if self._dist is None:  # a step's end guards and the next step's bound read the same q
             gm, gd = self.gmodel, self.gdata
             self._dist = np.array([pin.computeDistance(gm, gd, k).min_distance for k in range(len(self.pair_indices))])
@@ -275,9 +277,9 @@ class CollisionWorld:
             which: pair indices to evaluate; default all.
             jacobians: also build each pair's normal Jacobian row and normal velocity.
         """
-        q = self.mech._q if q is None else q
-        v = self.mech._v if v is None else v
-        self._place(q, jacobians)
+        q = self.mech.q if q is None else q
+        v = self.mech.v if v is None else v
+        self.place(q, jacobians)
         gm, gd = self.gmodel, self.gdata
         fresh = self._dist is not None  # distances() ran at this placement: its results stand
         out = []

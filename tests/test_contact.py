@@ -1,4 +1,4 @@
-"""Continuous contact and Coulomb friction (sim/contact.py): the thesis' section 5.3-5.4 scenes."""
+"""Continuous contact and Coulomb friction (sim/contact/): the thesis' section 5.3-5.4 scenes."""
 import math
 
 import numpy as np

@@ -1,0 +1,444 @@
+"""Contact geometry from coal: support points, the contact region, box faces, edges and vertices
+of the touching pairs, built from coal's contact patches."""
+from __future__ import annotations
+
+import itertools
+import operator
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Sequence
+
+import coal
+import numpy as np
+import pinocchio as pin
+
+from ..collision import CollisionWorld
+from .bodies import _Body
+from .rows import _closest_on_lines
+
+#: m: patch points and support points closer than this are one point
+POINT_TOL = 1e-9
+#: m and dimensionless: a support point coincides with another of its owner within
+#: ``COINCIDE_ATOL + COINCIDE_RTOL |x|`` per coordinate (numpy's allclose)
+COINCIDE_ATOL = 1e-7
+COINCIDE_RTOL = 1e-5
+#: m: support points whose spread (singular values about their centroid) is below this span no
+#: more dimensions (the region: vertex, edge or face)
+REGION_TOL = 1e-7
+#: dimensionless: a patch point within ``NEAR_FACTOR * touch_distance`` of a corner or an edge is
+#: that corner's or on that edge
+NEAR_FACTOR = 10.0
+#: dimensionless: B's face normal stays the contact normal unless A's is closer to coal's by this much
+NORMAL_TIE = 1e-9
+#: dimensionless: two edges whose directions' cross product is below this fraction of their
+#: lengths' product are parallel (sin of the angle: 1 mrad)
+PARALLEL_SIN = 1e-3
+#: s: the finite step that gives the face margins' rates (piecewise linear: exact)
+RATE_STEP = 1e-6
+
+
+class Region(StrEnum):
+    """The shape of a contact's support: the affine dimension of its points, or a ball's point."""
+
+    NONE = "none"  # no support point carries a force (a controlled hinge lifting off)
+    POINT = "point"  # a ball's one point (rolling, or on another ball)
+    VERTEX = "vertex"
+    EDGE = "edge"
+    FACE = "face"
+
+    @classmethod
+    def of_count(cls, n: int, empty: "Region") -> "Region":
+        """The region of ``n`` support points in general position (``empty`` for none)."""
+        return empty if n == 0 else cls.VERTEX if n == 1 else cls.EDGE if n == 2 else cls.FACE
+
+
+@dataclass
+class SupportPoint:
+    """A support point of a contact hinge: a material point of one body on the other's surface.
+
+    Attributes:
+        local_a: the material point (m, in its owner's joint frame); a sphere's centre.
+        local_o: the point of the other body's surface under it at creation (m, its joint frame).
+        radius: sphere radius (m): the contact point is ``x - radius n``; 0 for polyhedra.
+        owner: 0 when the point belongs to A (on B's surface, normal ``n``), 1 when it is a
+            vertex of B on A's face (normal: A's outward face normal), as at the corners of
+            the overlap of two boxes' faces that are B's.
+    """
+
+    local_a: np.ndarray
+    local_o: np.ndarray
+    radius: float = 0.0
+    owner: int = 0
+    offset: float = 0.0  # spare vertices: how far (m) below the surface it already was when watched
+    #: where an edge of one face crosses an edge of the other: a point of neither body, which
+    #: moves along both edges as they slide; the source re-places it after every step
+    crossing: bool = False
+    #: an edge of A crossing an edge of B at an angle: ``(a0, a1, b0, b1, sign)``, the edges'
+    #: ends in A's and B's joint frames; its row is the edges' distance along ``sign e_A x e_B``
+    #: (see :func:`_edge_rows`), ``local_a``/``local_o`` the crossing's closest points
+    edges: tuple | None = None
+    #: a ball of A on a ball of B: B's radius (m); ``local_o`` is then B's centre (its joint frame)
+    radius_b: float = 0.0
+
+
+@dataclass
+class _Face:
+    """A rectangular face of a box B: centre and in-plane axes with half-extents, in B's joint frame."""
+
+    center: np.ndarray
+    axes: np.ndarray  # (2, 3)
+    half: np.ndarray  # (2,)
+
+
+def _coincides(s: SupportPoint, points: Sequence[SupportPoint]) -> bool:
+    """Whether a point of the same owner coincides with s (in the owner's frame; numpy's
+    ``allclose``: within ``COINCIDE_ATOL + COINCIDE_RTOL |p|`` of p's coordinates)."""
+    mine = [p.local_a for p in points if p.owner == s.owner]
+    if not mine:
+        return False
+    P = np.asarray(mine)
+    return bool((np.abs(s.local_a - P) <= COINCIDE_ATOL + COINCIDE_RTOL * np.abs(P)).all(axis=1).any())
+
+
+def _same_key(a, b) -> bool:
+    """Whether two cache keys ``(version, tuple of objects, ...)`` hold the same version and objects."""
+    if a is None or a[0] != b[0] or len(a) != len(b):
+        return False
+    for x, y in zip(a[1:], b[1:]):
+        if len(x) != len(y) or not all(map(operator.is_, x, y)):
+            return False
+    return True
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    return x / np.linalg.norm(x)
+
+
+def _tangents(n: np.ndarray) -> np.ndarray:
+    # (a helper axis well away from n: x unless n is close to x)
+    a = np.array([1.0, 0.0, 0.0]) if abs(n[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    t1 = np.cross(n, a)
+    t1 /= np.linalg.norm(t1)
+    return np.array([t1, np.cross(n, t1)])
+
+
+@dataclass
+class _PairContact:
+    """The contact geometry of one touching pair at one state (A, B chosen, points built)."""
+
+    pair: int
+    geoms: tuple[str, str]
+    joints: tuple[int, int]
+    normal_b: np.ndarray
+    points: list[SupportPoint]
+    region: Region
+    spare: list[SupportPoint] = field(default_factory=list)
+    faces: tuple = (None, None)
+    normal_a: np.ndarray | None = None
+    balls: bool = False
+
+
+def _se3_to_tf(M: pin.SE3) -> coal.Transform3s:
+    return coal.Transform3s(M.rotation, M.translation)
+
+
+def _box_vertices(box: coal.Box) -> np.ndarray:
+    h = np.asarray(box.halfSide)
+    return np.array(list(itertools.product(*[(-x, x) for x in h])))
+
+
+class _Geometry:
+    """Builds support points from coal's contact patches for the world's pairs."""
+
+    SUPPORTED_A = (coal.Box, coal.Sphere)
+    SUPPORTED_B = (coal.Box, coal.Halfspace)
+
+    def __init__(self, world: CollisionWorld, touch_distance: float):
+        self.world = world
+        self.touch_distance = touch_distance
+        gm = world.gmodel
+        self.objs = [gm.geometryObjects[i] for i in range(gm.ngeoms)]
+        self.preq = coal.ContactPatchRequest()
+
+    def roles(self, pair: int) -> tuple[int, int] | None:
+        """Geometry indices (A, B) able to carry a hinge, B preferring the world / a half-space."""
+        ia, ib = self.world.pair_indices[pair]
+        ga, gb = self.objs[ia].geometry, self.objs[ib].geometry
+        options = []
+        for a, b, sa, sb in ((ia, ib, ga, gb), (ib, ia, gb, ga)):
+            if isinstance(sa, self.SUPPORTED_A) and isinstance(sb, self.SUPPORTED_B) or \
+                    isinstance(sa, coal.Sphere) and isinstance(sb, coal.Sphere):
+                fixed = self.objs[b].parentJoint == 0 or isinstance(sb, coal.Halfspace)
+                options.append((not fixed, (a, b)))
+        return min(options)[1] if options else None
+
+    def contact(self, pair: int) -> _PairContact | None:
+        """The pair's contact patch at the world's placed state, or None when not touching."""
+        roles = self.roles(pair)
+        if roles is None:
+            return None
+        ia, ib = roles
+        gd = self.world.gdata
+        Ma, Mb = gd.oMg[ia], gd.oMg[ib]
+        sa, sb = self.objs[ia].geometry, self.objs[ib].geometry
+        if isinstance(sb, coal.Sphere):
+            return self._balls(pair, ia, ib, sa, sb, Ma, Mb)
+        req = coal.CollisionRequest()
+        req.security_margin = self.touch_distance
+        req.num_max_contacts = 1
+        res = coal.CollisionResult()
+        coal.collide(sa, _se3_to_tf(Ma), sb, _se3_to_tf(Mb), req, res)
+        if not res.isCollision():
+            return None
+        pres = coal.ContactPatchResult()
+        coal.computeContactPatch(sa, _se3_to_tf(Ma), sb, _se3_to_tf(Mb), res, self.preq, pres)
+        if pres.numContactPatches() == 0:
+            return None
+        patch = pres.getContactPatch(0)
+        n = -np.asarray(patch.getNormal(), dtype=float)  # coal: from shape 1 (A) to shape 2 (B)
+        pts = [np.asarray(patch.getPoint(k), dtype=float) for k in range(patch.size())]
+        if isinstance(sa, coal.Sphere) and isinstance(sb, coal.Box):
+            exact = _ball_on_box_normal(Ma.translation, sb, Mb)
+            if exact is not None:  # (a centre inside the box keeps the face's normal)
+                return self._build(pair, ia, ib, sa, sb, Ma, Mb, exact, pts)
+        n, swap = self._snap_normal(n, sa, Ma, sb, Mb)
+        if swap:
+            ia, ib, sa, sb, Ma, Mb = ib, ia, sb, sa, Mb, Ma
+        return self._build(pair, ia, ib, sa, sb, Ma, Mb, n, pts)
+
+    def _balls(self, pair, ia, ib, sa, sb, Ma, Mb) -> _PairContact | None:
+        """A ball on a ball: one support point, A's centre, held at ``ra + rb`` from B's centre."""
+        d = Ma.translation - Mb.translation
+        L = float(np.linalg.norm(d))
+        ra, rb = float(sa.radius), float(sb.radius)
+        if L - ra - rb > self.touch_distance or L == 0.0:
+            return None
+        ja, jb = self.objs[ia].parentJoint, self.objs[ib].parentJoint
+        data = self.world.data
+        Ja = data.oMi[ja] if ja else pin.SE3.Identity()
+        Jb = data.oMi[jb] if jb else pin.SE3.Identity()
+        point = SupportPoint(Ja.actInv(Ma.translation), Jb.actInv(Mb.translation), ra, radius_b=rb)
+        return _PairContact(pair, (self.objs[ia].name, self.objs[ib].name), (ja, jb), Jb.rotation.T @ (d / L),
+                            [point], Region.POINT, balls=True)
+
+    def _snap_normal(self, n, sa, Ma, sb, Mb):
+        """Use the exact face normal of the box whose face is in contact (B's, or A's with roles swapped)."""
+        if isinstance(sb, coal.Halfspace):
+            return Mb.rotation @ np.asarray(sb.n, dtype=float), False
+        best = (-2.0, n, False)
+        if isinstance(sb, coal.Box):
+            for k in range(3):
+                for s in (1.0, -1.0):
+                    axis = s * Mb.rotation[:, k]
+                    best = max(best, (axis @ n, axis, False), key=lambda z: z[0])
+        if isinstance(sa, coal.Box) and isinstance(sb, coal.Box):
+            for k in range(3):
+                for s in (1.0, -1.0):
+                    axis = s * Ma.rotation[:, k]  # A's outward face normal is -n
+                    if -axis @ n > best[0] + NORMAL_TIE:
+                        best = (-axis @ n, axis, True)
+        return best[1], best[2]
+
+    def _build(self, pair, ia, ib, sa, sb, Ma, Mb, n, pts) -> _PairContact:
+        """The contact of A (geometry ia, shape sa at Ma) on B along the normal n (world, from B
+        towards A) from coal's patch points ``pts`` (world): support points, region, spares, faces."""
+        objs = self.objs
+        ja, jb = objs[ia].parentJoint, objs[ib].parentJoint
+        data = self.world.data
+        Ja = data.oMi[ja] if ja else pin.SE3.Identity()
+        Jb = data.oMi[jb] if jb else pin.SE3.Identity()
+        plane_b = self._plane_point(sb, Mb, n)
+        nb = Jb.rotation.T @ n
+        if isinstance(sa, coal.Sphere):
+            c = Ma.translation
+            point = SupportPoint(Ja.actInv(c), Jb.actInv(c - n * (n @ (c - plane_b))), float(sa.radius))
+            return _PairContact(pair, (objs[ia].name, objs[ib].name), (ja, jb), nb, [point], Region.POINT)
+        face_a = self._plane_point(sa, Ma, -n)
+        verts_a = _box_vertices(sa) @ Ma.rotation.T + Ma.translation
+        verts_b = _box_vertices(sb) @ Mb.rotation.T + Mb.translation if isinstance(sb, coal.Box) else np.zeros((0, 3))
+        near = NEAR_FACTOR * self.touch_distance
+        face_b = self._face(sb, Mb, Jb, n) if isinstance(sb, coal.Box) else None
+        face_a_l = self._face(sa, Ma, Ja, -n)
+        mech = self.world.mech
+        mech.kinematics()
+        A, B = _Body(mech, ja), _Body(mech, jb)
+        points = []
+        snapped: list[np.ndarray] = []
+        edges_a = _box_edges(sa, Ma)
+        edges_b = _box_edges(sb, Mb) if isinstance(sb, coal.Box) else []
+        for p in _dedupe(pts):
+            ee = self._edge_crossing(edges_a, edges_b, p, n, near, Ma.translation)
+            if ee is not None:  # an edge crossing the other's edge at an angle: the edges' own row
+                a0, a1, b0, b1, sign, xa, xb = ee
+                snapped.append(xa)
+                points.append(SupportPoint(Ja.actInv(xa), Jb.actInv(xb), crossing=True, edges=(
+                    Ja.actInv(a0), Ja.actInv(a1), Jb.actInv(b0), Jb.actInv(b1), sign)))
+                continue
+            xa = p + n * (n @ (face_a - p))  # onto A's support plane along n
+            xb = p - n * (n @ (p - plane_b))  # onto B's
+            # a corner stays its body's own corner (a tilted sole's support plane through its lowest
+            # corner would put the others' images off the sole)
+            if np.min(np.linalg.norm(verts_a - p, axis=1)) <= near:
+                xa = verts_a[int(np.argmin(np.linalg.norm(verts_a - p, axis=1)))]
+            if len(verts_b) and np.min(np.linalg.norm(verts_b - p, axis=1)) <= near:
+                xb = verts_b[int(np.argmin(np.linalg.norm(verts_b - p, axis=1)))]
+            if any(np.linalg.norm(xa - y) <= POINT_TOL for y in snapped):
+                continue  # two patch points at one corner: one support point
+            snapped.append(xa)
+            crossing = _margin(face_b, B, xa[None])[0] <= near and _margin(face_a_l, A, xb[None])[0] <= near
+            if self._owner(face_b, face_a_l, A, B, xa, xb, near) == 0:
+                points.append(SupportPoint(Ja.actInv(xa), Jb.actInv(xb), crossing=crossing))
+            else:
+                points.append(SupportPoint(Jb.actInv(xb), Ja.actInv(xa), owner=1, crossing=crossing))
+        self._add_left_out(points, ((verts_a, plane_b, n, isinstance(sb, coal.Box) and (sb, Mb), Ja, Jb),
+                                    (verts_b, face_a, -n, (sa, Ma), Jb, Ja)), Ja, Jb, near)
+        region = Region.of_count(len(points), Region.FACE)
+        spare = [SupportPoint(Ja.actInv(x), Jb.actInv(plane_b)) for x in verts_a]
+        spare += [SupportPoint(Jb.actInv(x), Ja.actInv(face_a), owner=1) for x in verts_b]
+        faces = (face_b, face_a_l)
+        return _PairContact(pair, (objs[ia].name, objs[ib].name), (ja, jb), nb, points, region, spare, faces,
+                            Ja.rotation.T @ -n)
+
+    def _add_left_out(self, points: list[SupportPoint], sides, Ja, Jb, near: float) -> None:
+        """Add to ``points`` the vertices touching the other face that the patch left out (its points
+        lie around the deepest one). ``sides``: per owner (A's vertices on B's plane, then B's on A's
+        face), ``(vertices (k, 3) world, a point of the other's plane, its normal, the other's box
+        and placement or False, the owner's and the other's joint placements)``."""
+        for owner, (verts, plane, k, face, Jp, Jq) in enumerate(sides):
+            for x in verts:
+                if (x - plane) @ k > self.touch_distance or not _inside(face, x, self.touch_distance):
+                    continue
+                have = [Ja.act(p.local_a) if p.owner == 0 else Jb.act(p.local_a) for p in points]
+                if all(np.linalg.norm(x - y) > near for y in have):
+                    points.append(SupportPoint(Jp.actInv(x), Jq.actInv(x - k * ((x - plane) @ k)), owner=owner))
+
+    def _edge_crossing(self, edges_a, edges_b, p, n, near, center_a):
+        """The edges of A and B through patch point p (world) when they cross at an angle, else None.
+
+        Both edges pass within ``near`` of p, are not parallel, their closest points lie inside both
+        segments (farther than ``near`` from the ends: a corner is a vertex point), and they are
+        not both in the contact plane (normal n; such coplanar crossings are face points). Returns
+        ``(a0, a1, b0, b1, sign, x_a, x_b)``: the edges' ends, the sign that makes ``sign e_A x e_B``
+        point from B towards A (A's centre ``center_a`` on its positive side) and the closest points."""
+        if not len(edges_a) or not len(edges_b):
+            return None
+        (a0, a1), (b0, b1) = _nearest_edge(edges_a, p), _nearest_edge(edges_b, p)
+        u, w = a1 - a0, b1 - b0
+        if _segment_distance(p, a0, u) > near or _segment_distance(p, b0, w) > near:
+            return None
+        c = np.cross(u, w)
+        if np.linalg.norm(c) < PARALLEL_SIN * np.linalg.norm(u) * np.linalg.norm(w):
+            return None  # (nearly) parallel: a line contact, its ends are the points
+        if abs(n @ u) <= self.touch_distance and abs(n @ w) <= self.touch_distance:
+            return None  # coplanar in the contact plane: a crossing point on a face
+        s, t, inside = _closest_on_lines(a0, u, b0, w)
+        if inside <= near:
+            return None
+        xa, xb = a0 + s * u, b0 + t * w
+        sign = 1.0 if c @ (center_a - xa) > 0 else -1.0
+        return a0, a1, b0, b1, sign, xa, xb
+
+    @staticmethod
+    def _owner(face_b, face_a, A: _Body, B: _Body, xa: np.ndarray, xb: np.ndarray, near: float) -> int:
+        """Whose material point a patch point becomes: A's (0) on B's face or B's (1) on A's face.
+
+        A corner of one face inside the other stays its own; a point on both faces' boundaries
+        (an edge crossing an edge, or a corner on the other's edge) goes to the body in whose
+        material it stays over the other face longer, judged by the relative sliding velocity:
+        a block sliding over an edge rests on the edge's points, not on its own passing corners
+        (which would leave the face at once, an event per step)."""
+        if _margin(face_b, B, xa[None])[0] > near:
+            return 0
+        if _margin(face_a, A, xb[None])[0] > near:
+            return 1
+        tau = RATE_STEP
+        dv = A.velocity(xa[None])[0] - B.velocity(xa[None])[0]
+        rate_a = _margin(face_b, B, (xa + tau * dv)[None])[0] - _margin(face_b, B, xa[None])[0]
+        rate_b = _margin(face_a, A, (xb - tau * dv)[None])[0] - _margin(face_a, A, xb[None])[0]
+        return 0 if rate_a >= rate_b else 1
+
+    @staticmethod
+    def _plane_point(sb, Mb, n):
+        if isinstance(sb, coal.Halfspace):
+            nl = np.asarray(sb.n, dtype=float)
+            return Mb.act(nl * float(sb.d))
+        h = np.asarray(sb.halfSide)
+        return Mb.translation + n * np.max(np.abs(Mb.rotation.T @ n) * h)
+
+    @staticmethod
+    def _face(sb, Mb, Jb, n) -> _Face:
+        h = np.asarray(sb.halfSide)
+        loc = Mb.rotation.T @ n
+        k = int(np.argmax(np.abs(loc)))
+        others = [i for i in range(3) if i != k]
+        center = Mb.translation + n * h[k]
+        axes = np.array([Mb.rotation[:, i] for i in others])
+        R = Jb.rotation.T
+        return _Face(Jb.actInv(center), axes @ R.T, h[others])
+
+
+def _ball_on_box_normal(c: np.ndarray, box: coal.Box, M: pin.SE3) -> np.ndarray | None:
+    """The unit normal (world) from a box's nearest point towards a ball's centre c (m, world),
+    None when c is inside the box. On a face it is the face's normal; over an edge or a corner it
+    points from that edge or corner (a face's normal there would let the ball sink into the edge
+    while its row held it on the face's plane)."""
+    local = M.rotation.T @ (c - M.translation)
+    h = np.asarray(box.halfSide)
+    d = local - np.clip(local, -h, h)
+    nd = float(np.linalg.norm(d))
+    if nd == 0.0:
+        return None
+    return M.rotation @ (d / nd)
+
+
+def _box_edges(box: coal.Box, M: pin.SE3) -> np.ndarray:
+    """The 12 edges of a placed box: their ends (12, 2, 3) (m, world)."""
+    V = _box_vertices(box) @ M.rotation.T + M.translation
+    idx = [(i, j) for i, j in itertools.combinations(range(8), 2) if (i ^ j) in (1, 2, 4)]
+    return np.array([(V[i], V[j]) for i, j in idx])
+
+
+def _segment_distance(p: np.ndarray, a: np.ndarray, u: np.ndarray) -> float:
+    """Distance (m) of point p from the segment from a along u."""
+    s = min(max((p - a) @ u / (u @ u), 0.0), 1.0)
+    return float(np.linalg.norm(p - a - s * u))
+
+
+def _nearest_edge(edges: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """The edge (2, 3) of ``edges`` (k, 2, 3) nearest to point p."""
+    return edges[int(np.argmin([_segment_distance(p, a, b - a) for a, b in edges]))]
+
+
+def _margin(face: _Face | None, Q: _Body, x: np.ndarray) -> np.ndarray:
+    """How far (m) world points x (k, 3) lie inside Q's finite face (in its plane), inf without one."""
+    if face is None:
+        return np.full(len(x), np.inf)
+    if Q.world:  # (the fixed world's face is in world axes already: every step's guards ask)
+        return (face.half - np.abs((x - face.center).dot(face.axes.T))).min(axis=1)
+    r = x - Q.point(face.center)
+    return (face.half - np.abs(r.dot(face.axes.dot(Q.R.T).T))).min(axis=1)
+
+
+def _inside(face, x: np.ndarray, tol: float) -> bool:
+    """Whether world point x lies over a box's face (``(box, placement)``; False means not a box: inside)."""
+    if face is False or face is None:
+        return True
+    box, M = face
+    loc = M.rotation.T @ (x - M.translation)
+    return bool(np.all(np.abs(loc) <= np.asarray(box.halfSide) + tol))
+
+
+def _dedupe(pts, tol=POINT_TOL):
+    out = []
+    for p in pts:
+        if all(np.linalg.norm(p - q) > tol for q in out):
+            out.append(p)
+    return out
+
+
+def _region(X: np.ndarray, tol: float = REGION_TOL) -> Region:
+    """``vertex``, ``edge`` or ``face``: the affine dimension of support points X (k, 3) (m)."""
+    if len(X) <= 1:
+        return Region.VERTEX
+    sv = np.linalg.svd(X - X.mean(axis=0), compute_uv=False)
+    return Region.of_count(int(np.sum(sv > tol)) + 1, Region.VERTEX)

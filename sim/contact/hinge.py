@@ -1,0 +1,608 @@
+"""The contact hinge: the temporary constraint of one touching pair (its support points, mode,
+rows and forces)."""
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Sequence
+
+import numpy as np
+
+from controlkit.constraints import Constraint
+from controlkit.vec3 import cross
+
+from .bodies import _bodies, _Body, _sides
+from .friction import FrictionLaw
+from .geometry import Region, SupportPoint, _coincides, _Face, _PairContact, _region, _same_key, _tangents
+from .rows import _ball_centres, _ball_rows, _edge_rows, _gap_rows, _rolling_rows, _rows_on_world
+from .support import _support_margin
+
+#: m/s (rad/s for the torsion row): relative motion slower than this is none (a stick row that
+#: slips, a sliding contact that still moves)
+SLIP_SPEED = 1e-9
+
+
+class Mode(StrEnum):
+    """A contact hinge's friction mode."""
+
+    NEW = "new"  # made at this event: its mode is chosen by the support pass
+    STICK = "stick"  # normal rows and stick rows (tangents, torsion); static friction
+    SLIDE = "slide"  # normal rows only; kinetic friction along the sliding direction
+    FRICTIONLESS = "frictionless"  # normal rows only; mu_s = 0
+
+
+# (module names for the hot paths: an enum member's lookup costs ~0.1 us in Python 3.11, and the
+# mode is read at every assembly and guard evaluation)
+_STICK, _SLIDE = Mode.STICK, Mode.SLIDE
+_WITH_TORSION = (Region.EDGE, Region.FACE)
+
+
+# ------------------------------------------------------------- contact hinge
+class ContactHinge(Constraint):
+    """The temporary hinge of one contacting pair (its rows: see :mod:`sim.contact`).
+
+    Args:
+        name: constraint name (``contact <geom_a>/<geom_b>``).
+        pair: index of the pair in the collision world.
+        geoms: (geometry of A, geometry of B); joints: their joint ids (0 = world).
+        normal_b: B's outward surface normal in B's joint frame (unit).
+        mu: (mu_static, mu_kinetic).
+
+    Its state: the support (``points`` held, ``dependent`` on them, ``candidates``, ``spare``
+    vertices), ``region`` (:class:`Region`), ``mode`` (:class:`Mode`) and ``slide_dir``. The
+    contact source changes it through the transitions (:meth:`begin`, :meth:`stick`,
+    :meth:`slide`, :meth:`follow`, :meth:`reshape`, :meth:`reset_support`, :meth:`hold`,
+    :meth:`set_basis`, :meth:`move_support`, :meth:`detach`/:meth:`attach`), each of which
+    drops what was derived from the old state (:meth:`invalidate`).
+    """
+
+    kind = "contact"
+    second_order = False  # redundant support points are resolved by the support set
+
+    def __init__(self, name: str, pair: int, geoms: tuple[str, str], joints: tuple[int, int],
+                 normal_b: np.ndarray, mu: tuple[float, float]):
+        super().__init__(name)
+        self.pair, self.geoms, self.joints = pair, geoms, joints
+        # the names as first met: the roles (which body is A) may swap at a later change
+        self.names = tuple(geoms)
+        self.label = f"{geoms[0]}/{geoms[1]}"
+        self.normal_b = np.asarray(normal_b, dtype=float)
+        self.normal_a = None  # A's outward face normal (A's joint frame), for points owned by B
+        self.mu_s, self.mu_k = mu
+        self.points: list[SupportPoint] = []  # the support points whose normal rows are held
+        # the other support points: each an affine combination of ``points`` in the contact plane,
+        # so holding ``points`` holds them too; forces may be shifted onto them (support_margin)
+        self.dependent: list[SupportPoint] = []
+        self.candidates: list[SupportPoint] = []  # the resting points of the contact region
+        self.spare_geometry: list[np.ndarray] = []
+        self.spare: list[SupportPoint] = []  # other vertices, watched for touching down
+        self.faces: tuple[_Face | None, _Face | None] = (None, None)  # finite faces of B and of A
+        self.region = Region.NONE
+        self.mode = Mode.STICK if self.mu_s > 0 else Mode.FRICTIONLESS
+        self.slide_dir = np.zeros(3)  # world, at slip onset
+        self.slipped = False
+        self.stick_keep = np.ones(3, dtype=bool)  # stick rows held (dependent ones are dropped)
+        self.detached = False  # True while the support LCP applies its forces as external forces
+        # held by a controller (inverse dynamics): every candidate point stays, and the solve keeps
+        # the forces compressive and inside the friction pyramid (force_inequalities)
+        self.controlled = False
+        self.announced = False  # its contact_made was logged (the source logs contact_broken then)
+        self.version = 0  # moves whenever the support, mode or normals change (invalidate)
+        self._anchor_a = None  # the stick rows' anchor (A's joint frame, m), set at stick onset
+        self._tangents_b = _tangents(self.normal_b)
+        # caches of functions of the state and the support (each with its key)
+        self._cache_version = -1
+        self._cache = None
+        self._affine = None
+        self._group_key = None
+        self._group_cache = []
+        self._labels = None
+        self._world_memo: list = []
+        self._centroid = None
+        self._sides_cache = None
+        self.balls = False  # a ball on a ball: the normal is the centres' line, not fixed in B
+        self.depth0 = 0.0  # the pair's signed distance (m, <= 0) when its support was last set
+        self.shown0 = 0.0  # the penetration (m, <= 0) its support points showed then (shown_depth)
+
+    # the constraint protocol ------------------------------------------------
+    @property
+    def ideal(self) -> bool:
+        """Its forces act along its rows unless it slides (kinetic friction)."""
+        return self.mode != _SLIDE or self.detached
+
+    @property
+    def signature(self):
+        return (self.name, self.version, self.detached, self.mode)
+
+    @property
+    def size(self) -> int:
+        if self.detached:
+            return 0
+        k = self.stick_row_count()  # (read at every assembly: a list sum beats numpy's on 3 flags)
+        return len(self.points) + (sum(self.stick_keep.tolist()[:k]) if k else 0)
+
+    def stick_mask(self) -> np.ndarray:
+        """Which of its stick rows (t1, t2, torsion) are held (the others depend on other rows)."""
+        return self.stick_keep[: self.stick_row_count()]
+
+    def stick_row_count(self) -> int:
+        """How many stick rows it has: none unless sticking; t1, t2 and, for an edge or a face,
+        the torsion about the normal."""
+        if self.mode != _STICK:
+            return 0
+        return 3 if self.region in _WITH_TORSION else 2
+
+    def row_labels(self) -> list[str]:
+        # read at every assembly: cached on what they depend on (the lists are only read)
+        key = (len(self.points), self.detached, self.mode, self.region, self.stick_keep.tobytes())
+        cached = self._labels
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        labs = [] if self.detached else [f"{self.name}.n{i}" for i in range(len(self.points))] + \
+            [f"{self.name}.{s}" for s, k in zip(("t1", "t2", "torsion"), self.stick_mask()) if k]
+        self._labels = (key, labs)
+        return labs
+
+    def describe(self) -> str:
+        return f"contact {self.label}: {self.region}, {len(self.support())} points, {self.mode}"
+
+    def support(self) -> list[SupportPoint]:
+        """Every support point: the held ones, then the dependent ones."""
+        return self.points + self.dependent
+
+    def positions(self, pts: Sequence[SupportPoint], sides=None) -> np.ndarray:
+        """World positions (k, 3) of support points (m), each on its owner."""
+        sides = sides or self.sides()
+        if not pts:
+            return np.zeros((0, 3))
+        return np.array([sides[p.owner][0].point(p.local_a) for p in pts])
+
+    def support_margin(self, fn: np.ndarray, sides=None) -> float:
+        """The largest smallest normal force (N) over the compressive distributions of the held
+        points' forces ``fn`` (k,) on the whole support.
+
+        The dependent points carry no rows: a force moved onto one of them is taken off the held
+        points by its affine coefficients (the same resultant and moment). The margin is positive
+        while the centre of pressure is strictly inside the support polygon and reaches zero where
+        it leaves it; without dependent points it is ``min(fn)``."""
+        if not self.dependent:
+            return float(fn.min(initial=np.inf))
+        return _support_margin(fn, self.affine(sides))
+
+    def affine(self, sides=None) -> np.ndarray:
+        """Affine coordinates (d, k) of the dependent points in the held points (rows sum to 1).
+
+        Constant while every support point is a material point of one body; recomputed from the
+        positions otherwise (points of both bodies move relative to each other when sliding)."""
+        key = (self.version, self.mech.state_version)
+        if self._affine is not None:
+            old, C, rigid = self._affine
+            if old[0] == key[0] and (rigid or old[1] == key[1]):
+                return C
+        sides = sides or self.sides()
+        Xb, Xd = self.positions(self.points, sides), self.positions(self.dependent, sides)
+        A = np.vstack([Xb.T, np.ones(len(Xb))])
+        B = np.vstack([Xd.T, np.ones(len(Xd))])
+        C = np.linalg.lstsq(A, B, rcond=None)[0].T
+        self._affine = (key, C, self._rigid)
+        return C
+
+    @property
+    def _rigid(self) -> bool:
+        sup = self.support()
+        return len({p.owner for p in sup}) == 1 and not any(p.crossing for p in sup)
+
+    def rows(self):
+        """``(phi, J, drift, G)``: gaps (m), Jacobian rows, drifts and force rows of all its rows
+        at the state, before the stick mask (normals, then t1, t2, torsion); kept per state."""
+        if self._cache_version == self.mech.state_version:
+            return self._cache
+        sides = self.sides()
+        A, B, n = sides[0]
+        groups = self._groups()
+        if B.world and self.mode != _SLIDE and len(groups) == 1 and groups[0][0] == 0 \
+                and len(groups[0][1]) == len(self.points) and not self.balls \
+                and not (self.mode == _STICK and self._rolls):
+            # the common case (a foot on the ground): A's material points on the fixed world
+            _, _, la, lo, rad = groups[0]
+            self._cache = _rows_on_world(A, n, la, lo, rad, self._anchor_a, self._tangents_b, self.stick_row_count(),
+                                         self._world_memo)
+            self._cache_version = self.mech.state_version
+            return self._cache
+        blocks = []
+        if self.points:
+            blocks.append(self._normal_rows(sides))
+        k = self.stick_row_count()
+        if k:
+            blocks.append(self._stick_block(A, B, n, k))
+        nv = self.mech.nv
+        if not blocks:
+            z = np.zeros(0)
+            self._cache = (z, np.zeros((0, nv)), z, np.zeros((0, nv)))
+        else:
+            self._cache = tuple(np.concatenate([b[i] for b in blocks]) for i in range(4))
+        self._cache_version = self.mech.state_version
+        return self._cache
+
+    def sides(self):
+        """See :func:`_sides` (kept while the state and the normals are the same)."""
+        c = self._sides_cache
+        if c is not None and c[0] == self.mech.state_version and c[1] is self.normal_b and c[2] is self.normal_a \
+                and c[3] == self.joints:
+            return c[4]
+        if self.balls:  # the normal follows the centres' line
+            A, B = _bodies(self.mech, self.joints)
+            p = self.points[0] if self.points else self.candidates[0]
+            n = _ball_centres(A, B, p.local_a[None], p.local_o[None])[3]
+            out = ((A, B, n), (B, A, -n))
+        else:
+            out = _sides(self.mech, self.joints, self.normal_b, self.normal_a)
+        self._sides_cache = (self.mech.state_version, self.normal_b, self.normal_a, self.joints, out)
+        return out
+
+    def slips(self, v: np.ndarray, tol: float = SLIP_SPEED) -> bool:
+        """Whether its held stick rows see a relative motion (``|J v| > tol``, m/s or rad/s) at v."""
+        k = len(self.points)
+        J = self.jacobian()[k:]
+        return bool(len(J)) and float(np.abs(J @ v).max()) > tol
+
+    @property
+    def _rolls(self) -> bool:
+        """A ball's point contact: its stick rows are rolling rows at the current contact point."""
+        return bool(self.points) and self.points[0].radius > 0.0
+
+    def _tangent_basis(self, B: _Body, n: np.ndarray) -> np.ndarray:
+        """The stick rows' tangents (2, 3) (world): fixed in B, or for a ball on a ball, from n."""
+        return _tangents(n) if self.balls else self._tangents_b.dot(B.R.T)
+
+    def _rolling_block(self, A: _Body, B: _Body, n: np.ndarray):
+        """:func:`_rolling_rows` of a ball on a face (n fixed in B) or on a ball (n the centres' line)."""
+        p = self.points[0]
+        c = A.point(p.local_a[None])
+        vc = A.velocity(c)[0]
+        c = c[0]
+        T = self._tangent_basis(B, n)
+        if self.balls:
+            xb = B.point(p.local_o[None])
+            dv = vc - B.velocity(xb)[0]
+            L = float(np.linalg.norm(c - xb[0]))
+            ndot = (dv - (n @ dv) * n) / L
+            tdot = None  # (their turn meets a relative velocity that the rows keep at zero)
+        else:
+            ndot = cross(B.w, n)
+            tdot = np.array([cross(B.w, t) for t in T])
+        JD = _rolling_rows(A, B, c - p.radius * n, vc - p.radius * ndot, T, tdot)
+        J = JD[:, :-1]
+        return np.zeros(2), J, JD[:, -1], J
+
+    def _groups(self):
+        """The held points by owner, as arrays: ``[(owner, index, local_a, local_o, radius)]``
+        (cached while the points are the same objects)."""
+        # the key holds the points themselves: ids of freed points could be reused
+        key = (self.version, tuple(self.points))
+        if not _same_key(self._group_key, key):
+            own = np.array([-1 if p.edges is not None else p.owner for p in self.points], dtype=int)
+            self._group_cache = [
+                (owner, idx, np.array([self.points[i].local_a for i in idx], dtype=float),
+                 np.array([self.points[i].local_o for i in idx], dtype=float),
+                 np.array([self.points[i].radius for i in idx], dtype=float))
+                for owner in (0, 1) if (idx := np.flatnonzero(own == owner)).size]
+            self._group_key = key
+        return self._group_cache
+
+    def _normal_rows(self, sides):
+        u, own = self._sliding_direction(*sides[0]) if self.mode == _SLIDE else (None, False)
+        if self.balls:
+            p = self.points[0]
+            return _ball_rows(*sides[0][:2], p.local_a[None], p.local_o[None], p.radius, p.radius_b, u, self.mu_k, own)
+        groups = self._groups()
+        m = len(self.points)
+        if len(groups) == 1 and groups[0][0] == 0 and len(groups[0][1]) == m:  # the common case: every point is A's
+            _, _, la, lo, rad = groups[0]
+            return _gap_rows(*sides[0], la, lo, rad, u, self.mu_k, own)
+        nv = self.mech.nv
+        out = [np.zeros(m), np.zeros((m, nv)), np.zeros(m), np.zeros((m, nv))]
+        for i, p in enumerate(self.points):
+            if p.edges is not None:  # an edge crossing an edge at an angle
+                rows = _edge_rows(*sides[0][:2], p.edges, u, self.mu_k, own)
+                for k in range(4):
+                    out[k][i] = rows[k][0]
+        for owner, idx, la, lo, rad in groups:
+            uo = None if u is None else (u if owner == 0 else -u)  # the owner's direction relative to the other
+            rows = _gap_rows(*sides[owner], la, lo, rad, uo, self.mu_k, own)
+            for k in range(4):
+                out[k][idx] = rows[k]
+        return tuple(out)
+
+    def _stick_block(self, A: _Body, B: _Body, n: np.ndarray, k: int):
+        if self._rolls:
+            return self._rolling_block(A, B, n)
+        ra = A.R.dot(self._anchor_a)
+        t = self._tangents_b.dot(B.R.T)  # (2, 3)
+        # velocity-level rows (no position term): rows of two sticking bodies that are redundant
+        # (a foot and its toe) stay consistent, where anchors' position errors would not be
+        JD = np.empty((k, self.mech.nv + 1))
+        JD[:2] = A.at_point(ra, t)
+        if k == 3:
+            JD[2] = A.JA[3:].T.dot(n)  # torsion: n . (w_A - w_B), its drift n . alpha
+        if not B.world:
+            rb = ra + A.t - B.t
+            JD[:2] -= B.at_point(rb, t)
+            for i in range(2):
+                c = cross(B.w, t[i])  # the tangents turn with B
+                JD[i, -1] += 2.0 * (A.velocity_along(ra, c) - B.velocity_along(rb, c))
+            if k == 3:
+                JD[2] -= B.JA[3:].T.dot(n)
+                JD[2, -1] += cross(B.w, n).dot(A.w - B.w)
+        J = JD[:, :-1]
+        return np.zeros(k), J, JD[:, -1], J
+
+    def _part(self, i: int) -> np.ndarray:
+        if self.detached:
+            return np.zeros((0, self.mech.nv)) if i % 2 else np.zeros(0)
+        keep = self.row_mask()
+        part = self.rows()[i]
+        return part if False not in keep.tolist() else part[keep]
+
+    def force_inequalities(self):
+        """``-lam_n <= 0`` per point and, sticking, ``|f_t1| + |f_t2| <= mu_s sum(lam_n)`` (a pyramid
+        inside Coulomb's cone), while the hinge is ``controlled``."""
+        if not self.controlled or self.detached:
+            return None
+        k = len(self.points)
+        C = [np.hstack([-np.eye(k), np.zeros((k, self.size - k))])]
+        m = self.stick_mask()[:2]
+        if m.any():
+            C.append(FrictionLaw.multiplier_pyramid(k, int(m.sum()), self.size, self.mu_s))
+        C = np.vstack(C)
+        return C, np.zeros(len(C))
+
+    def row_mask(self) -> np.ndarray:
+        """Which of the full rows (normals, then t1, t2, torsion) are held."""
+        return np.concatenate([np.ones(len(self.points), dtype=bool), self.stick_mask()])
+
+    def terms(self):
+        """``(error, jacobian, drift)`` in one call (the rows are built once per state)."""
+        if self.detached:
+            nv = self.mech.nv
+            return np.zeros(0), np.zeros((0, nv)), np.zeros(0)
+        phi, J, drift, _ = self.rows()
+        if self.mode == _STICK and not all(self.stick_keep.tolist()[: self.stick_row_count()]):
+            keep = self.row_mask()
+            return phi[keep], J[keep], drift[keep]
+        return phi, J, drift
+
+    def error(self):
+        return self._part(0)
+
+    def jacobian(self):
+        return self._part(1)
+
+    def drift(self):
+        return self._part(2)
+
+    def force_jacobian(self):
+        return self._part(3)
+
+    # contact kinematics -------------------------------------------------------
+    def _sliding_direction(self, A: _Body, B: _Body, n: np.ndarray) -> tuple[np.ndarray, bool]:
+        """The contact's sliding direction (world, unit) and whether it still slides (False past
+        a stop: then every point's friction keeps that direction)."""
+        vt = self.tangential_velocity(A, B, n)
+        s = np.linalg.norm(vt)
+        # past a stop (within an integration step) friction keeps its direction, so that the
+        # stop is a visible zero crossing of the slide guard instead of chatter inside a step
+        moving = s > SLIP_SPEED and vt.dot(self.slide_dir) > 0
+        return (vt / s if moving else self.slide_dir), moving
+
+    def sliding_friction(self, fn: np.ndarray) -> np.ndarray:
+        """The kinetic friction on A (N, world (3,)) of a sliding contact whose held points carry the
+        normal forces ``fn`` (k,) N: ``-mu_k fn_i u_i`` summed, u_i each point's sliding direction."""
+        sides = self.sides()
+        A, B, n = sides[0]
+        u, own = self._sliding_direction(A, B, n)
+        if not own:
+            return FrictionLaw.kinetic_force(fn, u, self.mu_k)
+        x = self.positions(self.points, sides) - np.array([p.radius for p in self.points])[:, None] * n
+        return FrictionLaw.kinetic_force(fn, FrictionLaw.slide_directions(A.velocity(x) - B.velocity(x), n, u), self.mu_k)
+
+    def centroid_local(self) -> np.ndarray:
+        """The support points' centroid as a point of A (m, A's joint frame)."""
+        sup = self.support()
+        key = (self.version, tuple(map(id, sup)))
+        cached = self._centroid
+        if cached is not None and cached[0] == key:  # only kept for material points of A
+            return cached[1]
+        sides = self.sides()
+        A = sides[0][0]
+        c = A.R.T @ (self.positions(sup, sides).mean(axis=0) - A.t)
+        # points of A alone (no crossing points, none of B): the same point of A at every state
+        self._centroid = (key, c) if all(p.owner == 0 and not p.crossing for p in sup) else None
+        return c
+
+    def tangential_velocity(self, A: _Body | None = None, B: _Body | None = None, n=None) -> np.ndarray:
+        """Velocity (m/s, world) of A relative to B at the support centroid, in B's tangent plane."""
+        if A is None:
+            A, B, n = self.sides()[0]
+        x = A.point(self.centroid_local()) - np.mean([p.radius for p in self.points]) * n
+        dv = A.velocity(x) - B.velocity(x)
+        return dv - n.dot(dv) * n
+
+    def set_anchor(self) -> None:
+        """Hold the current relative placement at the support centroid (stick onset)."""
+        A, B, n = self.sides()[0]
+        x = A.point(self.centroid_local()) - np.mean([p.radius for p in self.points]) * n
+        self._anchor_a = A.R.T @ (x - A.t)
+        self._cache_version = -1
+
+    def tangent_world(self, ft: np.ndarray) -> np.ndarray:
+        """A tangential force (2,) in the hinge's tangent basis as a world vector (3,)."""
+        A, B, n = self.sides()[0]
+        return ft @ self._tangent_basis(B, n)
+
+    def shown_depth(self) -> float:
+        """The deepest penetration (m, <= 0) its support points show: their normal rows' gaps
+        (the dependent points' are the affine combinations of the held ones'), 0 when none is below
+        the surface. Their rows hold them: a drift of these gaps is corrected by the stabilization."""
+        m = len(self.points)
+        if not m or self.detached:
+            return 0.0
+        phi = self.rows()[0][:m].tolist()  # (read at every step's guards: a few floats)
+        s = min(phi)
+        if self.dependent:  # (plain loops: generators cost more than these few products)
+            for row in self.affine().tolist():
+                d = 0.0
+                for c, p in zip(row, phi):
+                    d += c * p
+                s = min(s, d)
+        return min(s, 0.0)
+
+    def forces(self, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Split a multiplier vector into normal forces (k,) N and tangential force (2,) N (views of
+        ``lam`` where they can be: read them, do not write them)."""
+        k = len(self.points)
+        if self.mode == _STICK:
+            keep = self.stick_keep.tolist()  # (read at every step's force guards: floats, no masks)
+            if keep[0] and keep[1]:
+                return lam[:k], lam[k:k + 2]
+        ft = np.zeros(2)
+        m = self.stick_mask()[:2]
+        ft[m] = lam[k:k + int(m.sum())]
+        return lam[:k], ft
+
+    # state transitions ----------------------------------------------------------
+    @classmethod
+    def made(cls, g: _PairContact, mu: tuple[float, float]) -> "ContactHinge":
+        """A new hinge on a contact patch: its points and region, its mode chosen by :meth:`begin`."""
+        h = cls(f"contact {g.geoms[0]}/{g.geoms[1]}", g.pair, g.geoms, g.joints, g.normal_b, mu)
+        h.points, h.region = list(g.points), g.region
+        h.mode = Mode.NEW
+        return h
+
+    def invalidate(self, rows_only: bool = False) -> None:
+        """Forget what was derived from the support and the mode: the rows (rebuilt at their next
+        use) and, unless ``rows_only``, everything keyed by :attr:`version`, which moves (the point
+        groups, affine coordinates, centroid, the solver's constraint plan)."""
+        self._cache_version = -1
+        if not rows_only:
+            self.version += 1
+            self._affine = None
+
+    def begin(self, stick_velocity: float) -> None:
+        """A new hinge's mode: frictionless (mu_s = 0), sticking when its sliding speed is at most
+        ``stick_velocity`` (m/s), else sliding along its sliding velocity."""
+        vt = self.tangential_velocity()
+        if self.mu_s == 0:
+            self.mode = Mode.FRICTIONLESS
+        elif np.linalg.norm(vt) <= stick_velocity:
+            self.mode = Mode.STICK
+            self.set_anchor()
+        else:
+            self.mode, self.slide_dir = Mode.SLIDE, vt / np.linalg.norm(vt)
+        self.invalidate()
+
+    def stick(self) -> None:
+        """Stick from here: stick rows anchored at the current support centroid."""
+        self.mode = Mode.STICK
+        self.set_anchor()
+        self.invalidate()
+
+    def slide(self, direction: np.ndarray) -> None:
+        """Slide from here along ``direction`` (world, unit): kinetic friction, the slide guard's direction."""
+        self.mode, self.slide_dir = Mode.SLIDE, direction
+        self.invalidate()
+
+    def follow(self, direction: np.ndarray) -> None:
+        """A sliding hinge turned: its slide guard watches the new direction (world, unit)."""
+        self.slide_dir = direction
+        self.invalidate(rows_only=True)
+
+    def reshape(self, g: _PairContact, idx: list[int]) -> None:
+        """Take the contact patch g (roles, normals, faces) with its resting points ``idx`` as the
+        candidates, every one held; the other vertices are spares."""
+        self.joints, self.geoms, self.normal_b, self.normal_a = g.joints, g.geoms, g.normal_b, g.normal_a
+        self.balls = g.balls
+        self._tangents_b = _tangents(g.normal_b)
+        self.candidates = [g.points[i] for i in idx]
+        self.points, self.dependent = list(self.candidates), []
+        self.region = g.region if len(idx) == len(g.points) else Region.of_count(len(idx), Region.FACE)
+        if g.region == Region.POINT:
+            self.region = Region.POINT
+        self.spare_geometry = [s for s in g.spare if not _coincides(s, self.points)]
+        self.spare = list(self.spare_geometry)
+        self.faces = g.faces
+        self.invalidate()
+
+    def reset_support(self, controlled: bool) -> None:
+        """Hold every candidate point again (the support pass starts from them); ``controlled``:
+        whether a controller holds it (see :meth:`force_inequalities`)."""
+        self.stick_keep[:] = True
+        self.points, self.dependent, self.spare = list(self.candidates), [], list(self.spare_geometry)
+        self.controlled = controlled
+        self.invalidate()
+
+    def release(self, point: SupportPoint) -> None:
+        """Give up a support point: it becomes a spare vertex, watched for touching down."""
+        self.spare.append(point)
+
+    def hold(self, points: list[SupportPoint]) -> None:
+        """Hold these support points (every one; the basis is chosen again) and every stick row."""
+        self.points, self.dependent = points, []
+        self.stick_keep[:] = True
+        self.invalidate(rows_only=True)
+
+    def keep_stick_rows(self, keep: list[bool]) -> None:
+        """Which of its stick rows are held (the first ``len(keep)``)."""
+        for i, k in enumerate(keep):
+            self.stick_keep[i] = k
+        self.invalidate(rows_only=True)
+
+    def set_basis(self, basis: list[int], dependent: list[int], unsupported: list[int]) -> None:
+        """Of its held points (by index): hold ``basis``, make ``dependent`` dependent points, and
+        watch ``unsupported`` as spare vertices."""
+        self.spare += [self.points[i] for i in unsupported]
+        self.points, self.dependent = [self.points[i] for i in basis], [self.points[i] for i in dependent]
+        self.invalidate()
+
+    def update_region(self, sides=None) -> None:
+        """The region of its support points (a ball's point stays a point)."""
+        if self.region != Region.POINT:
+            self.region = _region(self.positions(self.support(), sides))
+
+    def support_state(self) -> tuple:
+        """Its support as it is (held, dependent and spare points, stick rows held), for :meth:`restore`."""
+        return list(self.points), list(self.dependent), list(self.spare), self.stick_keep.copy()
+
+    def restore(self, state: tuple) -> None:
+        """The support as :meth:`support_state` gave it."""
+        points, dependent, spare, keep = state
+        self.points, self.dependent, self.spare = list(points), list(dependent), list(spare)
+        self.stick_keep[:] = keep
+        self.invalidate()
+
+    def move_support(self, support: list[SupportPoint], moved: bool) -> None:
+        """Its support points (held, then dependent, as :meth:`support`) re-placed; ``moved``:
+        whether any point changed (crossing points following their edges)."""
+        k = len(self.points)
+        self.points, self.dependent = support[:k], support[k:]
+        if moved:
+            self.invalidate()
+
+    def arm_spares(self) -> None:
+        """Watch the spare vertices from where they are: one already slightly below the surface
+        (a dropped redundant point) fires when it sinks a further ``penetration_tolerance``."""
+        sides = self.sides()
+        spares = []
+        for s in self.spare:
+            P, Q, k = sides[s.owner]
+            gap = float((P.point(s.local_a) - Q.point(s.local_o)) @ k)
+            spares.append(SupportPoint(s.local_a, s.local_o, s.radius, s.owner, min(gap, 0.0)))
+        self.spare = spares
+
+    def detach(self) -> None:
+        """No rows while the support LCP applies its forces as external forces."""
+        self.detached = True
+
+    def attach(self) -> None:
+        """Its rows again, after :meth:`detach`."""
+        self.detached = False
+        self.invalidate(rows_only=True)

@@ -1,0 +1,530 @@
+"""The contact event source: guards of every watched pair, the handler that re-establishes the
+contacts (impacts, support sets, stick/slip), reporting; and ``enable_contacts``."""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from controlkit.errors import ControlkitError, InconsistentEquationsError, ModelError
+
+from ..collision import CollisionWorld, PairFilter
+from ..events import VELOCITY, EventSource
+from ..impact import LAWS, RestitutionTable
+from ..stabilization import project_velocities
+from . import impacts, support_set
+from .friction import FrictionLaw
+from .geometry import POINT_TOL, SupportPoint, _Geometry, _margin, _PairContact, _same_key, _unit
+from .hinge import _SLIDE, _STICK, ContactHinge, Mode
+from .query import ContactState, friction_on_a, hinge_states
+from .rows import _edge_geometry
+from .support import FORCE_FLOOR, FORCE_RTOL
+
+#: dimensionless: a sliding contact whose sliding velocity turned from its direction by more than
+#: ``acos(1 - TURN_TOL)`` (1.4 mrad) follows the new direction (its slide guard re-armed)
+TURN_TOL = 1e-6
+#: m: how far a crossing support point may lag its edges' crossing before it is an event
+CROSSING_SLACK = 1e-3
+#: s: the longest time tolerance of event isolation enable_contacts takes from the simulator
+MAX_TOLERANCE = 1e-9
+
+
+def _multipliers_of(sol, h: ContactHinge) -> np.ndarray:
+    """A hinge's multipliers in a solution (zeros when there is none, or it has none: detached, or
+    solved before it existed). Not ``dict.get``'s default: that would build the zeros at every
+    call, twice per step."""
+    lam = None if sol is None else sol.lam.get(h.name)
+    return np.zeros(h.size) if lam is None else lam
+
+
+class ContactSource(EventSource):
+    """Impacts, contact hinges and stick/slip friction for the pairs of a collision world.
+
+    Args:
+        world: the collision world.
+        friction: a :class:`FrictionLaw` (``FrictionTable``), ``(mu_s, mu_k)``, one mu, 0 (frictionless) or a dict.
+        restitution: impact restitution: one e, ``{(mat_a, mat_b): e, "default": e}`` or a table.
+        law: impact law: ``"simultaneous"`` (default), ``"propagative"`` or ``"plastic"``.
+        tolerance: time tolerance (s) of event isolation.
+        touch_distance: pairs closer than this (m) are touching.
+        penetration_tolerance: slack (m) of the watched vertices and face margins.
+        rest_velocity: a contact whose normal velocity after an impact is below this (m/s) rests.
+        stick_velocity: a new contact whose sliding speed is below this (m/s) sticks.
+    """
+
+    kind = VELOCITY
+
+    def __init__(self, world: CollisionWorld, friction=None, restitution=0.0, *, law: str = "simultaneous",
+                 tolerance: float = 1e-9, touch_distance: float = 1e-5, penetration_tolerance: float = 1e-6,
+                 rest_velocity: float = 1e-3, stick_velocity: float = 1e-4, impact_velocity: float = 1e-7,
+                 name: str = "contacts"):
+        if law not in LAWS:
+            raise ControlkitError(f"enable_contacts: law must be one of {', '.join(LAWS)}; got {law!r}")
+        for what, val in (("tolerance", tolerance), ("touch_distance", touch_distance),
+                          ("penetration_tolerance", penetration_tolerance), ("rest_velocity", rest_velocity),
+                          ("stick_velocity", stick_velocity)):
+            if not val > 0:
+                raise ControlkitError(f"enable_contacts: {what} must be positive, got {val}")
+        mats = world.mech.materials
+        self.world = world
+        self.friction = FrictionLaw.make(friction, mats)
+        self.restitution = RestitutionTable.make(restitution, mats)
+        self.law = law
+        self.tolerance = float(tolerance)
+        self.touch_distance = float(touch_distance)
+        self.slack = float(penetration_tolerance)
+        self.rest_velocity = float(rest_velocity)
+        self.stick_velocity = float(stick_velocity)
+        self.impact_velocity = float(impact_velocity)
+        self.crossing_slack = CROSSING_SLACK
+        self.name = name
+        self.geometry = _Geometry(world, self.touch_distance)
+        self.hinges: dict[int, ContactHinge] = {}
+        # pairs whose contact broke while they still touched -> their distance then (m, <= 0)
+        self._grace: dict[int, float] = {}
+        self.support_solves: list[float] = []  # wall time (s) of each support-set solve
+        self._stuck: list[ContactHinge] = []  # sticking hinges that still slipped at the last update
+        self.impacts = 0
+        self._watch: dict[int, tuple] = {}  # pair -> (key, the hinge's watched points as arrays): _watched
+
+    # --------------------------------------------------------------- guards
+    def guards(self, sim, t, q, v):
+        self._layout = None
+        self._step = sim.dt  # s: the longest step (how far a crossing point may lag)
+        d = self.world.distances(q)
+        for k, d0 in self._grace.items():
+            # broken while touching: a later return is a crossing past the slack, counted from
+            # where the pair was (a drifted contact may break slightly overlapping)
+            d[k] += self.slack - d0
+        if not self.hinges:
+            return d
+        mech = sim.mech
+        # the solution must be this state's under the simulator's statements: a program's guard
+        # may have set the state (to read a point) without solving
+        if not (mech.state_is(q, v) and mech.solved(sim.equations)):
+            try:
+                sim._accel(t, q, v)
+            except InconsistentEquationsError:
+                # the supports' rows can no longer hold together (nearly dependent, drifted apart):
+                # their force guards read as crossed, so the first such instant is an event and the
+                # supports are chosen again there
+                self._net(d)
+                return np.concatenate([d] + [np.full(len(self._hinge_guards(h, np.zeros(h.size))), -1.0)
+                                             for h in self.hinges.values()])
+        self._net(d)
+        sol = mech.solution
+        out, starts, at = [d], [], len(d)
+        for h in self.hinges.values():
+            starts.append(at)
+            out.append(self._hinge_guards(h, _multipliers_of(sol, h)))
+            at += len(out[-1])
+        self._layout = (self._layout_key(q), starts, at)
+        return np.concatenate(out)
+
+    _layout = None
+    _step = 0.0
+
+    def _net(self, d: np.ndarray) -> None:
+        """The hinged pairs' distance guards (in place; the mechanism at the guards' state).
+
+        A hinged pair is watched through its hinge, and its distance as a safety net: an edge
+        crossing into a face (a block sliding over the end of the ground) has no vertex to watch,
+        and shows only as the pair's penetration growing past the tolerance. Only the penetration
+        its support points do not show counts: theirs is their own rows' error, which the
+        stabilization corrects (semi-implicit Euler's drift: a sticking sole under a swinging leg
+        sinks ~50 um/s at 1 ms steps until Baumgarte's offset, ~10 um, holds it)."""
+        for k, h in self.hinges.items():
+            d[k] += self.slack - h.depth0 - (h.shown_depth() - h.shown0)
+
+    def _layout_key(self, q):
+        """What the state-only guards depend on besides the statements."""
+        hinges = []  # (twice per step: a loop, no generator)
+        for k, h in self.hinges.items():
+            hinges.append((k, id(h), h.version, h.mode, h.controlled, h.depth0, h.shown0))
+        return q.tobytes(), tuple(self._grace.items()), tuple(hinges)
+
+    def guards_after_control(self, sim, t, q, v, before):
+        """Only the force guards again (the support margins, stick and slide): distances and
+        vertex gaps depend on the state alone, which a control phase does not change."""
+        lay, mech = self._layout, sim.mech
+        if lay is None or len(before) != lay[2] or lay[0] != self._layout_key(q) \
+                or not (mech.state_is(q, v) and mech.solved(sim.equations)):
+            return self.guards(sim, t, q, v)
+        sol, out = mech.solution, before.copy()
+        for h, start in zip(self.hinges.values(), lay[1]):
+            f = self._force_guards(h, _multipliers_of(sol, h))
+            out[start:start + len(f)] = f
+        return out
+
+    def _hinge_guards(self, h: ContactHinge, lam: np.ndarray) -> np.ndarray:
+        return np.concatenate([np.asarray(self._force_guards(h, lam), dtype=float), *self._geometry_guards(h)])
+
+    def _force_guards(self, h: ContactHinge, lam: np.ndarray) -> list[float]:
+        """The guards that depend on the forces (the statements): support margin, stick or slide
+        (none for a controlled hinge: the solve keeps its forces compressive and in the pyramid)."""
+        if h.controlled:
+            return []
+        fn, ft = h.forces(lam)
+        f = fn.tolist()  # (a few numbers: Python's floats beat numpy's per-call cost)
+        # the support holds while some compressive distribution over all its points gives these
+        # forces; a margin that is zero in theory (a point resting with no load) fires only on a
+        # tensile force beyond round-off, not on noise around zero
+        g = [h.support_margin(fn) + FORCE_RTOL * (sum(map(abs, f)) + FORCE_FLOOR)]
+        if h.mode == _STICK:
+            g.append(FrictionLaw.static_margin(h.mu_s, f, ft))
+        elif h.mode == _SLIDE:
+            g.append(h.tangential_velocity().dot(h.slide_dir))
+        return g
+
+    def _geometry_guards(self, h: ContactHinge) -> list[np.ndarray]:
+        """Spare vertices touching down (inside the other's face) and support points leaving a face
+        (arrays, in guard order)."""
+        g: list[np.ndarray] = []
+        sides = h.sides()
+        watched, edges = self._watched(h)
+        for owner, la, lo, offset, pts, slack, crossings in watched:
+            P, Q, k = sides[owner]
+            face = h.faces[owner]
+            if len(la):
+                x = P.point(la)
+                # (over the fixed world, lo's points are world points already)
+                gap = (x - (lo if Q.world else Q.point(lo))).dot(k) - offset
+                # a vertex matters only over the face: max(gap, -margin) <= 0 means below and inside
+                g.append((gap if face is None else np.maximum(gap, -_margin(face, Q, x))) + self.slack)
+            if face is not None and len(pts):
+                # a crossing point follows its edges (re-placed after each step); its guard only
+                # catches a crossing that ends (the edges no longer cross near it). Held fixed in
+                # its owner during a step it lags by up to a step's relative motion, which its
+                # slack allows (a block sliding at 3 m/s over the ground's end at 2 ms steps:
+                # 6 mm, else a zero-energy event every step)
+                x = P.point(pts)
+                margin = _margin(face, Q, x) + slack
+                if crossings:
+                    crossing = slack > self.slack
+                    dv = P.velocity(x[crossing]) - Q.velocity(x[crossing])
+                    dv -= np.outer(dv.dot(k), k)
+                    margin[crossing] += self._step * np.sqrt(np.einsum("ij,ij->i", dv, dv))
+                g.append(margin)
+        if edges:  # an edge crossing: it ends where it leaves either edge
+            g.append(np.array([_edge_geometry(*sides[0][:2], p.edges)[-1] + self.slack for p in edges]))
+        return g
+
+    def _watched(self, h: ContactHinge):
+        """Per owner: the spare vertices (local points of both bodies, offsets) and the support
+        points with their slacks, as arrays, and whether any of those is a crossing point; and the
+        edge-crossing support points (cached while the hinge's points are the same)."""
+        key = (h.version, (h,), tuple(h.spare), tuple(h.support()))
+        cached = self._watch.get(h.pair)
+        if cached is None or not _same_key(cached[0], key):
+            out = []
+            for owner in (0, 1):
+                spare = [s for s in h.spare if s.owner == owner]
+                pts = [p for p in h.support() if p.owner == owner and p.edges is None]
+                if not spare and not pts:
+                    continue
+                out.append((owner, np.array([s.local_a for s in spare]).reshape(-1, 3),
+                            np.array([s.local_o for s in spare]).reshape(-1, 3), np.array([s.offset for s in spare]),
+                            np.array([p.local_a for p in pts]).reshape(-1, 3),
+                            np.array([self.crossing_slack if p.crossing else self.slack for p in pts]),
+                            any(p.crossing for p in pts)))
+            cached = self._watch[h.pair] = (key, (out, [p for p in h.support() if p.edges is not None]))
+        return cached[1]
+
+    def max_step(self, sim, t, q, v):
+        return self.world.time_to_contact(q, v, exclude=set(self.hinges), a=sim._a,
+                                          horizon=max(sim.dt, sim._h_adapt or 0.0))
+
+    def after_step(self, sim) -> None:
+        """The control-phase hook: crossing points follow their edges; and after a handler (a
+        velocity jump: a lock, another source's impact), a touching pair without a hinge that now
+        approaches is an impact at that instant (its distance guard, already <= 0, shows none)."""
+        handled = sim._restart
+        self.follow_crossings(sim)
+        if not handled:
+            return
+        d = self.world.distances(sim.q)
+        near = [k for k in np.flatnonzero(d <= self.touch_distance).tolist() if k not in self.hinges]
+        if near and min(c.normal_velocity for c in self.world.contacts(sim.q, sim.v, which=near)) < -self.impact_velocity:
+            self.update(sim)
+
+    def follow_crossings(self, sim) -> None:
+        """After a step: move each crossing support point to where its two edges now cross.
+
+        Such a point is a material point of neither body: held fixed in one, it would leave that
+        body's face at once (an event every micrometre of sliding). Re-placed after every step,
+        it lags its true place by at most one step's motion. An edge crossing an edge at an angle
+        has its rows from the edges themselves; only its recorded closest points move here."""
+        placed = moved = False
+        for k, h in self.hinges.items():
+            support = h.support()
+            old, edges = [], []  # (every step: loops, no comprehension objects)
+            for i, p in enumerate(support):
+                if p.edges is not None:
+                    edges.append(i)
+                elif p.crossing:
+                    old.append(i)
+            if not old and not edges:
+                continue
+            if not placed:
+                sim.mech.set_state(sim.q, sim.v, check=False)
+                self.world.place(sim.q, True)
+                placed = True
+            sides = h.sides()
+            changed = False
+            for i in edges:
+                p = support[i]
+                A, B = sides[0][0], sides[0][1]
+                xa, xb = _edge_geometry(A, B, p.edges)[:2]
+                la = A.R.T @ (xa - A.t)
+                if np.linalg.norm(la - p.local_a) > POINT_TOL:
+                    support[i] = SupportPoint(la, B.R.T @ (xb - B.t), crossing=True, edges=p.edges)
+                    changed = True
+            g = self.geometry.contact(k) if old else None
+            new = [p for p in g.points if p.crossing and p.edges is None] \
+                if g is not None and g.joints == h.joints else []
+            if not new:
+                old = []  # the crossing ended: its margin guard fires
+            where = np.array([sides[p.owner][0].point(p.local_a) for p in new]).reshape(-1, 3)
+            for i in old:
+                p = support[i]
+                x = sides[p.owner][0].point(p.local_a)
+                j = int(np.argmin(np.linalg.norm(where - x, axis=1)))
+                if POINT_TOL < np.linalg.norm(where[j] - x) <= self.crossing_slack:
+                    support[i] = new[j]
+                    changed = True
+            h.move_support(support, changed)
+            moved = moved or changed
+        if moved:
+            sim.set_state()
+
+    # -------------------------------------------------------------- handler
+    def handle(self, sim, t, fired):
+        self.update(sim)
+
+    def update(self, sim) -> None:
+        """Re-establish every contact at the simulator's state: impacts, support sets, stick/slip."""
+        mech = sim.mech
+        mech.set_state(sim.q, sim.v, check=False)
+        self.world.place(sim.q, True)
+        d = self.world.distances(sim.q)
+        self._grace = {k: d0 for k, d0 in self._grace.items() if d[k] <= self.touch_distance}
+        touching = sorted(set(np.flatnonzero(d <= self.touch_distance)) | set(self.hinges))
+        geo = {k: self.geometry.contact(int(k)) for k in touching}
+        geo = {k: g for k, g in geo.items() if g is not None}
+        impacts.impact(self, sim, geo)
+        self._establish(sim, geo)
+        self._settle(sim)
+        # the guards count from the distances here (q is unchanged): broken pairs and hinged ones;
+        # a broken pair hinged again is watched through its hinge alone (its offset counted once)
+        self._grace = {k: min(float(d[k]), 0.0) for k in self._grace if k not in self.hinges}
+        # an unhinged pair left touching and not parting (an edge on an edge after their impact):
+        # its distance starts at or below 0, where no crossing of 0 can fire; watched from here
+        # past the slack instead (random drop seed 7 sank 84 um with no event after such an impact)
+        for k, _ in impacts.lingering(self, sim, geo, d):
+            self._grace[k] = min(float(d[k]), 0.0)
+        for k, h in self.hinges.items():
+            h.depth0 = min(float(d[k]), 0.0)
+            h.shown0 = h.shown_depth()
+
+    def rest_speed(self, mech) -> float:
+        """The separating speed (m/s) below which a bounce ends in rest: ``rest_velocity``, or
+        ``sqrt(2 g slack)`` when larger (g the gravity's magnitude): a bounce that cannot rise by
+        more than the penetration tolerance would land back inside the tolerance band, and the
+        next watched crossing lies one tolerance deeper (a box bouncing by micrometres sank by
+        the tolerance at every bounce)."""
+        g = float(np.linalg.norm(mech.model.gravity.linear))
+        return max(self.rest_velocity, math.sqrt(2.0 * g * self.slack))
+
+    def _settle(self, sim) -> None:
+        """Hold what the hinges now hold: the velocity's M-weighted projection onto ``J v = 0`` of
+        every held row (an impulse, so kinetic energy can only drop).
+
+        Done when a sticking hinge still slips: it begins to stick while its points slip at up to
+        ``stick_velocity`` (and an edge or face may still turn about its normal); left to the rows'
+        velocity feedback, that slip is taken out over ~1/kv s by the static friction forces,
+        which do work on the bodies: a box sticking while it turned at 0.05 rad/s gained 0.15 W.
+        (Every held row takes part, so the others stay held.)"""
+        mech = sim.mech
+        cons = list(mech.constraints.values())
+        if not self._stuck:
+            return
+        mech.set_state(sim.q, sim.v, check=False)
+        J = np.vstack([c.jacobian() for c in cons if c.size])
+        if not len(J) or float(np.abs(J @ sim.v).max()) == 0.0:
+            return
+        sim.v = project_velocities(mech, cons, sim.q, sim.v)
+        mech.set_state(sim.q, sim.v, check=False)
+        sim.set_state()
+
+    def _establish(self, sim, geo) -> None:
+        mech = sim.mech
+        J, u, owners = impacts.point_rows(sim, geo) if geo else (np.zeros((0, mech.nv)), np.zeros(0), [])
+        resting = {}
+        for (k, i), ui in zip(owners, u):
+            if ui <= self.rest_velocity:
+                resting.setdefault(k, []).append(i)
+        old = {k: (h.region, len(h.support()), h.mode) for k, h in self.hinges.items()}
+        # candidate hinges: every resting point, normal rows lifted
+        for k in list(self.hinges):
+            if k not in resting:
+                self._remove(sim, k, "separating")
+        for k, idx in resting.items():
+            g = geo[k]
+            h = self.hinges.get(k)
+            if h is None:
+                h = self._new_hinge(sim, g)
+            h.reshape(g, idx)
+        for h in self.hinges.values():
+            h.slipped = False
+        for _ in range(6):  # support sets and friction modes depend on each other
+            if not self.hinges:
+                break
+            support_set.choose_supports(self, sim)
+            if not self.hinges or not self._friction_pass(sim):
+                break
+        for k, h in list(self.hinges.items()):
+            self._log_change(sim, h, old.get(k))
+        # sticking hinges whose stick rows still see a slip (a stick begun at up to stick_velocity,
+        # an edge or face still turning about its normal): what _settle takes out
+        self._stuck = [h for h in self.hinges.values() if h.mode == Mode.STICK and not h.controlled and h.slips(sim.v)]
+        sim.set_state()
+
+    def _new_hinge(self, sim, g: _PairContact) -> ContactHinge:
+        """A hinge for the contact patch g, bound to the mechanism and active."""
+        h = ContactHinge.made(g, self.friction(*g.geoms))
+        h.bind(sim.mech)
+        self.hinges[g.pair] = h
+        sim.mech.constraints[h.name] = h
+        return h
+
+    def _remove(self, sim, k: int, why: str) -> None:
+        """Remove pair k's hinge (logged as broken if its contact was logged as made)."""
+        h = self.hinges.pop(k)
+        self._watch.pop(k, None)
+        sim.mech.constraints.pop(h.name, None)
+        self._grace[k] = 0.0  # its distance is set at the end of update()
+        if h.announced:  # a candidate dropped in the update that proposed it was never made
+            sim.log("contact_broken", f"{h.label}: contact broken ({why})", pair=list(h.names))
+
+
+    # -------------------------------------------------------------- friction
+    def _friction_pass(self, sim) -> bool:
+        """One pass of Coulomb's law over the hinges; True when a mode changed.
+
+        A sticking pair whose friction reaches ``mu_s f_n`` slides, against its friction force;
+        a sliding pair that has stopped sticks (tentatively: the next pass checks the static law)."""
+        sol = sim.solve_now()
+        changed = False
+        for h in self.hinges.values():
+            if h.controlled and h.mode == Mode.STICK:
+                continue  # its friction stays in the pyramid (force_inequalities)
+            fn, ft = h.forces(_multipliers_of(sol, h))
+            # the same test as the slip guard (which fires at <= 0), so a handled event never repeats
+            if h.mode == Mode.STICK and FrictionLaw.slips(h.mu_s, fn, ft):
+                if np.linalg.norm(ft) == 0.0:
+                    continue  # no support left to hold anything: the support pass removes it
+                h.slide(FrictionLaw.slip_direction(h.tangent_world(ft)))
+                h.slipped = True  # it starts sliding now: not "stopped" within this update
+                changed = True
+            elif h.mode == Mode.SLIDE and h.slipped:
+                pass
+            elif h.mode == Mode.SLIDE and np.linalg.norm(vt := h.tangential_velocity()) > self.stick_velocity:
+                if vt @ h.slide_dir < (1 - TURN_TOL) * np.linalg.norm(vt):
+                    h.follow(_unit(vt))  # turned: follow the sliding direction, re-arm the guard
+            elif h.mode == Mode.SLIDE:
+                h.stick()
+                changed = True
+            if changed:
+                h.invalidate()
+        return changed
+
+    # ---------------------------------------------------------------- logging
+    def _log_change(self, sim, h: ContactHinge, before) -> None:
+        pts = len(h.support())
+        data = dict(pair=list(h.names), region=str(h.region), points=pts, mode=str(h.mode))
+        if before is None:
+            sim.log("contact_made", f"{h.label}: {h.region} contact, {pts} points, {h.mode}", **data)
+            h.announced = True
+            return
+        region, npts, mode = before
+        if (region, npts) != (h.region, pts):
+            sim.log("contact_changed", f"{h.label}: {region} -> {h.region} ({npts} -> {pts} points)",
+                    before=str(region), **data)
+        if mode != h.mode and mode != Mode.NEW:
+            kind = "slip" if h.mode == Mode.SLIDE else "stick" if h.mode == Mode.STICK else "contact_changed"
+            sim.log(kind, f"{h.label}: {mode} -> {h.mode}", **data)
+
+    # ------------------------------------------------------------ reporting
+    def pair_forces(self, sim) -> dict[str, dict]:
+        """Contact forces on A of every hinged pair at the last solve, by ``"geom_a/geom_b"``.
+
+        Each entry: ``normal`` (N, total), ``friction`` (N, world vector: held by the
+        sticking rows, or ``-mu_k f_n u`` while sliding), ``mode``, ``region``, ``points``.
+        """
+        sol = sim.mech.solution
+        out = {}
+        for h in self.hinges.values():
+            fn, ft = h.forces(_multipliers_of(sol, h))
+            out[h.label] = dict(normal=float(np.add.reduce(fn)), friction=friction_on_a(h, fn, ft), mode=h.mode,
+                                region=h.region, points=len(h.support()))
+        return out
+
+    def contacts_of(self, body: str) -> list[ContactState]:
+        """The contacts of this source's pairs touching ``body`` (a geometry name, or a body's: its
+        joint's), with the forces of the last solve: see :func:`sim.contact.contacts_of`."""
+        sol = self.world.mech.solution
+        return hinge_states(self.hinges.values(), lambda h: _multipliers_of(sol, h), self.world.mech.model, body)
+
+    def force_probe(self, sim, geom_a: str, geom_b: str) -> "ContactForceProbe":
+        """A recordable quantity: (normal N, friction x, y, z N) of one pair, zeros when apart."""
+        return ContactForceProbe(self, sim, f"{geom_a}/{geom_b}")
+
+
+class ContactForceProbe:
+    """Contact force of one pair as a recordable quantity (``Simulator(record={...})``), N."""
+
+    def __init__(self, source: ContactSource, sim, key: str):
+        self.source, self.sim, self.key, self.name = source, sim, key, f"contact force {key}"
+
+    def position(self, mech) -> np.ndarray:
+        forces = self.source.pair_forces(self.sim)
+        f = forces.get(self.key)
+        if f is None:
+            a, b = self.key.split("/")
+            f = forces.get(f"{b}/{a}")
+        return np.zeros(4) if f is None else np.concatenate([[f["normal"]], f["friction"]])
+
+
+def enable_contacts(sim, friction=None, restitution=0.0, pairs: Sequence[tuple[str, str]] | None = None,
+                    filter: PairFilter | None = None, **options) -> ContactSource:
+    """Continuous contact with Coulomb friction and impacts between the mechanism's geometries.
+
+    Args:
+        sim: the simulator.
+        friction: ``(mu_static, mu_kinetic)``, one mu, 0 (frictionless), ``{(mat_a, mat_b): (mu_s, mu_k),
+            "default": ...}`` or a :class:`FrictionLaw` (default (0.5, 0.4)).
+        restitution: impact restitution (default 0: plastic), as for :func:`sim.impact.add_impacts`.
+        pairs: geometry (or body) pairs to watch; default all pairs the collision filters keep.
+        filter: extra pair predicate.
+        options: see :class:`ContactSource` (``law``, ``tolerance``, ``touch_distance``,
+            ``penetration_tolerance``, ``rest_velocity``, ``stick_velocity``, ``name``).
+    Returns:
+        the registered source; it also establishes the contacts of the current state
+        (bodies resting on each other at the start get their hinges at once).
+    """
+    world = CollisionWorld(sim.mech, pairs=pairs, filter=filter)
+    options.setdefault("tolerance", min(sim.event_tolerance, MAX_TOLERANCE))
+    src = ContactSource(world, friction, restitution, **options)
+    unsupported = [k for k in range(len(world)) if src.geometry.roles(k) is None]
+    if unsupported:
+        objs = src.geometry.objs
+        names = ", ".join(f"{a}/{b} ({type(objs[ia].geometry).__name__}/{type(objs[ib].geometry).__name__})"
+                          for k in unsupported for (a, b), (ia, ib) in [(world.names[k], world.pair_indices[k])])
+        raise ModelError(f"enable_contacts: no continuous contact model for the pairs {names}: contacts hold "
+                         f"boxes and balls on boxes and half-spaces, and balls on balls; leave those pairs out "
+                         f"(pairs=, filter=) or watch them with impacts alone (sim.enable_impacts)")
+    sim.add_source(src)
+    sim.control_phase.append(src.after_step)
+    src.update(sim)
+    return src

@@ -1,0 +1,247 @@
+"""Choosing the support sets at a contact event: which candidate points each hinge holds (the
+LCP on the normal forces), which are dependent on them, and which are released."""
+from __future__ import annotations
+
+import time
+from typing import Sequence
+
+import numpy as np
+
+from controlkit.dynamics import evaluate
+from controlkit.equations import build_problem
+from controlkit.errors import ControlkitError, InconsistentEquationsError
+
+from .geometry import Region, SupportPoint
+from .hinge import ContactHinge, Mode
+from .support import FORCE_FLOOR, FORCE_RTOL, _affine_residual, _basic_forces, _refine_lcp, _spread_order, _support_qp
+
+#: dimensionless: a row joins the held rows when the smallest singular value of the normalized rows
+#: stays above this fraction of the largest (well clear of the solver's and the critical-form rank tests)
+BASIS_SV_RATIO = 1e-5
+#: m: a support point this close to the affine hull of the held ones is dependent on them
+PLANE_TOL = 1e-9
+
+
+def _tol(x: np.ndarray) -> float:
+    """``FORCE_RTOL`` of the largest magnitude in x (N), at least of ``FORCE_FLOOR``."""
+    return FORCE_RTOL * max(float(np.abs(x).max(initial=0.0)), FORCE_FLOOR)
+
+
+def choose_supports(src, sim) -> None:
+    """Every hinge's support set at the simulator's state (a contact event): new hinges' modes,
+    then the LCP on the candidate points' normal forces, each hinge's basis of held points, and
+    releases until every support holds with compressive forces. A controlled hinge keeps every
+    candidate (the solve distributes compressive forces). Times itself into ``src.support_solves``."""
+    t0 = time.perf_counter()
+    mech = sim.mech
+    hinges = list(src.hinges.values())
+    for h in hinges:
+        if h.mode == Mode.NEW:
+            h.begin(src.stick_velocity)
+    torques_free = _torques_free(sim)
+    for h in hinges:
+        h.reset_support(torques_free and _actuated(mech, h))
+    # a controlled contact keeps every candidate: the solve distributes compressive forces
+    hinges = [h for h in hinges if not h.controlled]
+    lam, held = lcp(src, sim, hinges) if hinges else (np.zeros(0), np.zeros(0, dtype=bool))
+    choose_bases(src, sim, hinges, held)
+    for _ in range(len(lam) + 1):
+        # the support found holds with compressive forces (the LCP's); a basis made
+        # inconsistent by round-off or by a dependency on other hinges gives up its weakest point
+        try:
+            sol = sim.solve_now()
+        except InconsistentEquationsError:
+            # no forces at all hold these rows together (nearly dependent rows whose errors
+            # disagree, or sliding friction making the contact matrix singular): the first
+            # point whose release makes them consistent is released, sliding hinges' first
+            if not release_for_consistency(src, sim):
+                raise
+            continue
+        worst = min(((h.support_margin(h.forces(sol.lam[h.name])[0]), h) for h in src.hinges.values()
+                     if not h.controlled), key=lambda z: z[0], default=(np.inf, None))
+        h = worst[1]
+        if h is None or worst[0] >= -_tol(sol.lam[h.name]):
+            break
+        release(src, sim, h, h.points[int(np.argmin(h.forces(sol.lam[h.name])[0]))])
+    sol = sim.solve_now() if any(h.controlled for h in src.hinges.values()) else None
+    for h in src.hinges.values():
+        h.arm_spares()
+        if h.controlled and h.region != Region.POINT:
+            fn = h.forces(sol.lam[h.name])[0]
+            # (of the largest force, not magnitude: a controlled hinge's forces are compressive)
+            h.region = Region.of_count(int(np.sum(fn > FORCE_RTOL * max(fn.max(initial=0), FORCE_FLOOR))), Region.NONE)
+    src.support_solves.append(time.perf_counter() - t0)
+
+
+def release(src, sim, h: ContactHinge, point: SupportPoint) -> None:
+    """Give up one support point of h (it becomes a spare vertex, watched for touching down);
+    the free hinges' held and dependent points are chosen again; h is removed if left empty."""
+    h.release(point)
+    free = [x for x in src.hinges.values() if not x.controlled]
+    for x in free:
+        x.hold([p for p in x.support() if p is not point])
+    if not h.points:
+        src._remove(sim, h.pair, "no compressive support")
+        free.remove(h)
+    choose_bases(src, sim, free, np.ones(sum(len(x.points) for x in free), dtype=bool))
+
+
+def release_for_consistency(src, sim) -> bool:
+    """Release the first support point (sliding hinges' first; never a hinge's last) after
+    which the rows are consistent; False (everything as it was) if no single point does it."""
+    free = [h for h in src.hinges.values() if not h.controlled]
+    saved = [(h, h.support_state()) for h in free]
+    for h in sorted(free, key=lambda x: x.mode != Mode.SLIDE):
+        for point in list(h.points) if len(h.support()) > 1 else []:
+            release(src, sim, h, point)
+            try:
+                sim.solve_now()
+                return True
+            except InconsistentEquationsError:
+                for x, state in saved:
+                    x.restore(state)
+    return False
+
+
+def _torques_free(sim) -> bool:
+    """Whether the solve chooses the actuators' torques (inverse dynamic control)."""
+    mech = sim.mech
+    if mech.ntau == 0:
+        return False
+    # the statements say it, assembled at this state (a solve could fail: every candidate
+    # point is held at this moment, and nearly dependent ones need not be consistent)
+    mech.set_state(sim.q, sim.v, check=False)
+    p = build_problem(mech, sim.equations, sim.t)
+    fixed = set(np.concatenate([cols for _, cols, _ in p.fixed]).tolist()) if p.fixed else set()
+    return not set(range(p.layout.tau.start, p.layout.tau.stop)) <= fixed
+
+
+def _actuated(mech, h: ContactHinge) -> bool:
+    """Whether an actuated joint moves either body of the hinge (then a controller holds it)."""
+    act = np.asarray(mech.S).any(axis=0)
+    model = mech.model
+    for j in h.joints:
+        while j:
+            jm = model.joints[j]
+            if act[jm.idx_v:jm.idx_v + jm.nv].any():
+                return True
+            j = model.parents[j]
+    return False
+
+
+def choose_bases(src, sim, hinges, held: np.ndarray) -> None:
+    """Each hinge's support (its ``held`` candidates) as held points and dependent points.
+
+    Every support point rests, so all must stay on the surface; but the rows of coplanar
+    points are dependent (three corners of a face hold the fourth), and dependent rows would
+    leave the forces indeterminate and make nearly dependent ones (a foot and its toe both
+    flat) inconsistent. So an independent subset is held, chosen for its spread (a wide
+    triangle, not the one that happens to carry the load now), and the rest are dependent
+    points: their forces can be taken over from the held ones (:meth:`ContactHinge.support_margin`),
+    so the contact changes only when no compressive distribution over the whole support is
+    left (the centre of pressure leaves the support polygon), not whenever the load leaves the
+    held triangle. A support point dependent through other constraints only (not in its own
+    hinge's plane) is watched as a spare vertex instead. Also sets each hinge's ``stick_keep``.
+    """
+    chosen: list[np.ndarray] = []
+
+    def add(row) -> bool:
+        nr = np.linalg.norm(row)
+        if nr == 0.0:
+            return False
+        trial = np.array(chosen + [row / nr])
+        sv = np.linalg.svd(trial, compute_uv=False)
+        if len(sv) < len(trial) or sv[-1] <= BASIS_SV_RATIO * sv[0]:
+            return False
+        chosen.append(row / nr)
+        return True
+
+    mech = sim.mech
+    for c in mech.constraints.values():
+        if not isinstance(c, ContactHinge):
+            for row in c.jacobian():
+                add(row)
+    full = [h.rows()[1] for h in hinges]
+    for h, J in zip(hinges, full):
+        k = len(h.points)
+        h.keep_stick_rows([add(J[k + i]) for i in range(h.stick_row_count())])
+    off = 0
+    for h, J in zip(hinges, full):
+        k = len(h.points)
+        support = [i for i in range(k) if held[off + i]]
+        off += k
+        sides = h.sides()
+        X = h.positions(h.points, sides)
+        basis = [i for i in _spread_order(X, support) if add(J[i])]
+        rest = [i for i in support if i not in basis]
+        plane = _affine_residual(X[basis], X[rest]) if rest else np.zeros(0)
+        dependent = [i for i, r in zip(rest, plane) if r <= PLANE_TOL]
+        unsupported = [i for i in range(k) if i not in basis and i not in dependent]
+        h.set_basis(basis, dependent, unsupported)
+        if not h.points:
+            src._remove(sim, h.pair, "no compressive support")
+        else:
+            h.update_region(sides)
+
+
+def _equivalent_compressive(mech, hinges, lam: np.ndarray) -> np.ndarray | None:
+    """Compressive normal forces with the same generalized force as ``lam`` (all candidate
+    points held, every sticking row and constraint free), or None when there are none."""
+    free = [c.jacobian() for c in mech.constraints.values() if not isinstance(c, ContactHinge)]
+    rows = []
+    for h in hinges:
+        J = h.rows()[1]
+        rows.append(J[: len(h.points)])
+        free.append(J[len(h.points):])
+    others = np.vstack(free) if free else np.zeros((0, mech.nv))
+    return _basic_forces(np.vstack(rows), others, lam)
+
+
+def lcp(src, sim, hinges: Sequence[ContactHinge]) -> tuple[np.ndarray, np.ndarray]:
+    """Normal forces (N) of every candidate point and which points stay (see :mod:`sim.contact`).
+
+    First the candidate set itself: when holding every candidate point bilaterally needs
+    no tensile force, that is the LCP's solution. Otherwise the mixed LCP (normal forces
+    >= 0 with complementarity, sticking rows' forces free) in contact space, its matrix from
+    full solves with the hinges' forces applied as external forces.
+    """
+    mech = sim.mech
+    try:
+        sol = sim.solve_now()
+        lam = np.concatenate([h.forces(sol.lam[h.name])[0] for h in hinges])
+        held = np.ones(len(lam), dtype=bool)  # every candidate held: none separates
+        if lam.min(initial=0.0) >= -_tol(lam):
+            return np.maximum(lam, 0.0), held
+        # indeterminate forces (redundant points) are the least-squares ones, which may pull
+        # where a compressive set with the same generalized force (the same motion) exists
+        basic = _equivalent_compressive(mech, hinges, lam)
+        if basic is not None:
+            return basic, held
+    except ControlkitError:
+        pass  # e.g. candidates that cannot all hold at once
+    q, v, t = sim.q, sim.v, sim.t
+    f0 = np.zeros(mech.nv)
+    if sim.external_force is not None:
+        mech.set_state(q, v, check=False)
+        f0 = np.asarray(sim.external_force(t, mech), dtype=float)
+    mech.set_state(q, v, check=False)
+    blocks = [h.rows() for h in hinges]
+    phi, J, drift, G = (np.concatenate([b[i] for b in blocks]) for i in range(4))
+    normal = np.concatenate([np.arange(len(b[0])) < len(h.points) for b, h in zip(blocks, hinges)])
+    for h in hinges:
+        h.detach()
+    try:
+        stab = drift + sim.equations.kv * (J @ v) + sim.equations.kp * phi
+        a0 = evaluate(mech, sim.equations, t, q, v, f0).a
+        s0 = J @ a0 + stab
+        cols = [J @ evaluate(mech, sim.equations, t, q, v, f0 + G[i]).a + stab - s0 for i in range(len(J))]
+    finally:
+        for h in hinges:
+            h.attach()
+        mech.set_state(q, v, check=False)
+    A = np.array(cols).T
+    lam = _refine_lcp(A, s0, normal, _support_qp(A, s0, normal, t))
+    sep = s0 + A @ lam
+    held = (lam > _tol(lam)) | (sep <= _tol(s0))  # in the support: pressed, or resting with zero force
+    return lam[normal], held[normal]
+
