@@ -30,7 +30,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
-from collections import defaultdict  # noqa: E402
+from collections import Counter, defaultdict  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Callable  # noqa: E402
 
@@ -245,10 +245,13 @@ def walk(seconds: float, warm: bool) -> dict:
     finally:
         wfd.evaluate = real
     T = scn.info["servo"].cm.times
+    stats = example.walking_statistics(rec)
+    kinds = Counter(e.kind for e in rec.events)
     return {"servo QP": "quadprog warm-started" if warm else "quadprog cold", "simulated_s": seconds, "wall_s": wall,
             "real_time_factor": seconds / wall, "servo_solves": T.calls, "servo_us_per_solve": 1e6 * T.total / T.calls,
             "warm_accepted": ws.warm, "cold": ws.cold if warm else None, "final_q": rec.q[-1].tolist(),
-            "events": len(rec.events)}
+            "events": len(rec.events), "event_kinds": dict(kinds),
+            "acceptance": {k: v for k, v in stats.items() if k not in ("strike_errors", "stances", "events")}}
 
 
 def main(argv=None) -> None:
@@ -272,6 +275,9 @@ def main(argv=None) -> None:
         print("\n" + table(walks, ["servo QP", "simulated_s", "wall_s", "real_time_factor", "servo_solves",
                                    "servo_us_per_solve", "warm_accepted", "cold", "events"]))
         print(f"largest final configuration difference, warm vs cold servo: {dq:.3g}")
+        for key in walks[0]["acceptance"]:
+            print(f"  {key}: cold {walks[0]['acceptance'][key]}, warm {walks[1]['acceptance'][key]}")
+        print(f"  events: cold {walks[0]['event_kinds']}, warm {walks[1]['event_kinds']}")
         payload["walks"] = walks
         payload["walk_final_q_difference"] = float(dq)
     print(f"wrote {write_json('qp_solvers', payload)}")

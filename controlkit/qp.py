@@ -100,7 +100,10 @@ def _daqp(H, c, A_eq, b_eq, G, h, held: np.ndarray | None = None) -> QPResult:
     sense[:meq] = 5  # (DAQP's flag: an equality)
     if held is not None and len(held):
         sense[meq + held] = 1  # (DAQP's flag: start active)
-    x, f, flag, info = daqp.solve(H, c, A, upper, lower, sense)
+    # DAQP's default primal tolerance (1e-6) leaves rows of the simulator's contact QPs (condition
+    # numbers to 1e9) violated by 1e-6 and the minimizer 1e-5 away from quadprog's; at 1e-10 the two
+    # agree to 3e-9, as close as quadprog's own answer is to its active set's KKT solution there
+    x, f, flag, info = daqp.solve(H, c, A, upper, lower, sense, primal_tol=DAQP_PRIMAL_TOL)
     if flag < 1:
         raise QPError(_DAQP_FLAGS.get(flag, f"daqp failed (exit flag {flag})"), H, c, A_eq, b_eq, G, h)
     lam = np.asarray(info["lam"], dtype=float)
@@ -109,6 +112,7 @@ def _daqp(H, c, A_eq, b_eq, G, h, held: np.ndarray | None = None) -> QPResult:
 
 
 DAQP_MIN = "0.11"  # the version tested (pyproject's daqp extra pins it)
+DAQP_PRIMAL_TOL = 1e-10  # largest violation DAQP may leave on a row (the rows' units)
 _DAQP_FLAGS = {-1: "the constraints cannot all hold (daqp: infeasible)",
                -5: "H is not positive definite (daqp: nonconvex problem); add a small multiple of the identity",
                -2: "daqp cycled (degenerate active sets)", -4: "daqp reached its iteration limit"}

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import controlkit.qp
 import controlkit.solver
 from controlkit.errors import QPError
 from controlkit.qp import QPWorkspace, solve_qp, warm_start
@@ -103,25 +104,38 @@ def test_structures_are_remembered_apart():
 
 # ------------------------------------------------------------------ the walking servo's QPs
 @pytest.fixture(scope="module")
-def servo_qps():
-    """The QPs the walking servo (``controllers.walking_fd``) hands to quadprog in 2.5 s of walking,
-    in order: the weight shift, the first lift-off and swing."""
+def walk_qps():
+    """The QPs handed to quadprog in 2.5 s of walking part 2 (the weight shift, the first lift-off,
+    swing and heel strike), in order: ``servo`` (``controllers.walking_fd``'s, through
+    ``controlkit.solver``) and ``contacts`` (the simulator's contact and impact QPs, ``sim.*``)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
     import walking_fd
-    problems = []
-    real = controlkit.solver.solve_qp
+    real = controlkit.qp.solve_qp
+    problems = {"servo": [], "contacts": []}
+    patched = [m for name, m in list(sys.modules.items())
+               if name.split(".")[0] in ("controlkit", "sim") and name != "controlkit.qp"
+               and getattr(m, "solve_qp", None) is real]
 
-    def record(*args, **kwargs):
-        problems.append(tuple(None if a is None else np.array(a) for a in args))
-        return real(*args, **kwargs)
+    def recorder(store):
+        def record(H, c, A_eq=None, b_eq=None, G=None, h=None, **kwargs):
+            store.append(tuple(None if a is None else np.array(a) for a in (H, c, A_eq, b_eq, G, h)))
+            return real(H, c, A_eq, b_eq, G, h, **kwargs)
+        return record
 
-    controlkit.solver.solve_qp = record
+    for m in patched:
+        m.solve_qp = recorder(problems["servo" if m is controlkit.solver else "contacts"])
     try:
         walking_fd.build().sim.run(2.5)
     finally:
-        controlkit.solver.solve_qp = real
-    assert len(problems) > 100
+        for m in patched:
+            m.solve_qp = real
+    assert len(problems["servo"]) > 100 and len(problems["contacts"]) > 3
     return problems
+
+
+@pytest.fixture(scope="module")
+def servo_qps(walk_qps):
+    return walk_qps["servo"]
 
 
 def test_the_servos_recorded_qps_warm_started_give_the_cold_answers(servo_qps):
@@ -165,3 +179,16 @@ def test_choosing_daqp_without_it_installed_is_a_qp_error_naming_the_package(mon
     monkeypatch.setitem(sys.modules, "daqp", None)  # (import daqp then raises ImportError)
     with pytest.raises(QPError, match=r"solver 'daqp' is not installed.*controlkit\[daqp\]"):
         solve_qp(np.eye(2), np.zeros(2), G=np.eye(2), h=np.ones(2), solver="daqp")
+
+
+def test_the_walks_contact_qps_agree_warm_and_on_daqp(walk_qps):
+    """The simulator's contact QPs are ill-conditioned (``A_sym + eps I``, condition numbers to 1e9):
+    no two methods agree there to better than about 1e-9 (quadprog's own minimizer is 1.4e-9 from
+    the KKT solution of its active set), so daqp is held to 1e-8; the warm start, whose fallback is
+    quadprog itself, to 1e-10."""
+    ws, wd = QPWorkspace(), QPWorkspace()
+    for problem in walk_qps["contacts"]:
+        cold = solve_qp(*problem)
+        assert _gap(solve_qp(*problem, workspace=ws).x, cold.x) <= AGREE
+        assert _gap(solve_qp(*problem, solver="daqp").x, cold.x) <= 1e-8
+        assert _gap(solve_qp(*problem, solver="daqp", workspace=wd).x, cold.x) <= 1e-8
