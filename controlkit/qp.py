@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import math
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
@@ -278,18 +279,20 @@ def _held_rows_solve(H, c, A_eq, b_eq, G, h, held: np.ndarray, tol: float) -> QP
             return None  # the held rows are dependent
         x = -(Hc + HA.dot(lam))
         z = lam[meq:]
-        if len(z) and not z.min() >= -tol * (1.0 + abs(z).max()):
+        zl = z.tolist()  # (a few floats: Python's min and max cost less than numpy's reductions)
+        if zl and not min(zl) >= -tol * (1.0 + max(map(abs, zl))):
             return None
         objective = 0.5 * (c.dot(x) - b.dot(lam))  # (1/2 x^T H x + c^T x with H x = -c - A^T lam, A x = b)
     else:
         x, lam, z = -Hc, b_eq, b_eq
         objective = 0.5 * c.dot(x)
     if len(h):
-        viol = G.dot(x) - h
+        viol = G.dot(x)
+        viol -= h
         viol -= tol * abs(h)
-        if not viol.max() <= tol:
+        if not max(viol.tolist()) <= tol:
             return None
-    elif not np.isfinite(objective):
+    if not math.isfinite(objective):  # (a non-finite x: Python's max may step over a NaN)
         return None
     ineq = np.zeros(len(h))
     ineq[held] = z
