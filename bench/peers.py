@@ -12,12 +12,14 @@ Scenes, each built in the three engines from the same controlkit seed:
    integrator of every engine over several steps / tolerances (table and log-log plot).
 4. Step throughput on the chain; for controlkit, the real-time factor of the walking and
    redundant-arm demos.
+5. General contact scenes (``bench/peers_contact.py``): a column of 6 spheres and a row of 8
+   boxes dropped on the ground; wall time per simulated second and its ratio to MuJoCo's.
 
 Every engine runs on one thread. Timings are the minimum over ``--repeat`` runs.
 The controlkit-side scene functions (``controlkit_row``, ``three_sphere_case``,
 ``cradle_case``, ``controlkit_chain``, ...) import neither MuJoCo nor PyBullet.
 
-Run: ``.venv/bin/python bench/peers.py [--repeat 3] [--quick]``; writes
+Run: ``.venv/bin/python bench/peers.py [--repeat 3] [--quick] [--contact-only]``; writes
 bench/results/peers.json, peers.md (settings and tables) and peers_work_precision.png.
 """
 from __future__ import annotations
@@ -42,6 +44,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 import robots  # noqa: E402
 from bench.common import RESULTS, table, write_json  # noqa: E402
+from bench.peers_contact import COLUMNS as CONTACT_COLUMNS  # noqa: E402
+from bench.peers_contact import contact_scenes  # noqa: E402
 from sim.integrators import DormandPrince853, Integrator, PinocchioSystem, advance, make_integrator  # noqa: E402
 from sim.simulator import Simulator  # noqa: E402
 
@@ -843,6 +847,9 @@ def markdown(payload: dict) -> str:
         + "\n\n" + md_table(payload["demos"], ["demo", "simulated_s", "wall_s", "cpu_s", "real_time_factor",
                                                  "real_time_factor_cpu", "steps_per_s"]),
     ]
+    if payload.get("contact_scenes"):
+        parts.append("### General contact scenes (6-sphere column, 8-box row)\n\n"
+                     + md_table(payload["contact_scenes"], CONTACT_COLUMNS))
     if payload.get("billiards"):
         parts.append("### Billiards break (15 balls, e = 1; seed 001 section VII)\n\n"
                      + md_table(payload["billiards"], list(payload["billiards"][0])))
@@ -1016,7 +1023,17 @@ def run(repeat: int, quick: bool, demos: bool) -> dict:
             "three_spheres": spheres, "cradle": cradle, "chain": chain, "levels": levels,
             "throughput": throughput_table(chain, loops), "demos": demo_rows, "time_split": split,
             "three_sphere_cases": sphere_rows, "cradle_cases": cradle_rows,
-            "billiards": billiards_break(available, cid)}
+            "billiards": billiards_break(available, cid),
+            "contact_scenes": contact_scenes(available, cid, repeat, quick)}
+
+
+def run_contact_only(repeat: int, quick: bool) -> None:
+    """``--contact-only``: the general contact scenes alone (table, bench/results/peers_contact.json)."""
+    available = engines_available()
+    cid = pybullet_client() if "pybullet" in available else None
+    rows = contact_scenes(available, cid, repeat, quick)
+    print(table(rows, CONTACT_COLUMNS))
+    print(f"wrote {write_json('peers_contact', {'versions': engine_versions(available), 'contact_scenes': rows})}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -1025,7 +1042,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repeat", type=int, default=3, help="timed repeats per chain run (best is kept)")
     ap.add_argument("--quick", action="store_true", help="every other grid point, shorter walking demo")
     ap.add_argument("--no-demos", action="store_true", help="skip the walking and arm demos")
+    ap.add_argument("--contact-only", action="store_true", help="only the general contact scenes")
     args = ap.parse_args(argv)
+    if args.contact_only:
+        return run_contact_only(args.repeat, args.quick)
     payload = run(args.repeat, args.quick, not args.no_demos)
     RESULTS.mkdir(parents=True, exist_ok=True)
     plot_work_precision(payload["chain"], RESULTS / "peers_work_precision.png")
@@ -1033,7 +1053,7 @@ def main(argv: list[str] | None = None) -> None:
     for title, key in (("targets", "targets"), ("three spheres", "three_spheres"), ("cradle", "cradle"),
                        ("work-precision levels", "levels"), ("time split", "time_split"), ("chain runs", "chain"),
                        ("throughput", "throughput"),
-                       ("demos", "demos"), ("billiards break", "billiards")):
+                       ("demos", "demos"), ("billiards break", "billiards"), ("contact scenes", "contact_scenes")):
         if payload[key]:
             print(f"\n{title}\n" + table(payload[key], list(payload[key][0])))
     print(f"\nwrote {write_json('peers', payload)}, {RESULTS / 'peers.md'}, {RESULTS / 'peers_work_precision.png'}")

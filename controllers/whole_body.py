@@ -28,9 +28,10 @@ from controlkit.dynamics import evaluate
 from controlkit.equations import EquationSet
 from controlkit.errors import ControlkitError
 from controlkit.expressions import TimeFunction, acc, orientation_error, pos, vel
+from controlkit.qp import QPWorkspace, warm_start
 from controlkit.quantities import ConstraintForce, ControlTorques, FrameOrientation, FramePoint, JointAccelerations
 
-__all__ = ["FootContact", "StanceGains", "whole_body_stance"]
+__all__ = ["FootContact", "StanceGains", "whole_body_stance", "servo_evaluate"]
 
 Path = Callable[[float], tuple[np.ndarray, np.ndarray, np.ndarray]]
 
@@ -136,6 +137,15 @@ class FootContact(WeldConstraint):
         return np.array([f0 * k, f1 * k, f2, m0 * k, m1 * k, m2 * k])
 
 
+def servo_evaluate(workspace: QPWorkspace, mech, eqs: EquationSet, t: float, q: np.ndarray, v: np.ndarray):
+    """One servo tick's solve: :func:`controlkit.dynamics.evaluate` of ``eqs`` on ``mech`` at time
+    ``t`` (s), configuration q (nq,) and velocity v (nv,), its QP warm-started from ``workspace``
+    (the servo's own, kept from tick to tick: the rows active at the last tick are tried first,
+    :class:`controlkit.qp.QPWorkspace`). Returns the Solution."""
+    with warm_start(workspace):
+        return evaluate(mech, eqs, t, q, v)
+
+
 def note_loads(sol, feet) -> None:
     """After a solve: each planted :class:`FootContact` remembers its normal force (N)."""
     for c in feet:
@@ -179,7 +189,8 @@ def whole_body_stance(model_mech, feet: Sequence[dict], torso: str, path: Path, 
         torque_limit: |tau| bound (N m) on every actuated coordinate.
         gains: task gains and weights; posture: the configuration (nq,) the joints are pulled to
             (default the state at the first tick).
-    Each tick records the solve in ``program.last`` (the controller model's Solution).
+    Each tick records the solve in ``program.last`` (the controller model's Solution); its QP is
+    warm-started from the last tick's active rows (``program.qp``, a :class:`~controlkit.qp.QPWorkspace`).
     """
     g = gains or StanceGains()
     cm = model_mech
@@ -222,7 +233,7 @@ def whole_body_stance(model_mech, feet: Sequence[dict], torso: str, path: Path, 
             ref["a"] = g.posture_kp * pin.difference(model, q, q0) - g.posture_kd * v
             for c in planted:
                 eqs.set_weight(f"{c.name} wrench", c.share_weights(g.wrench_weights))
-            sol = evaluate(cm, eqs, ctl.t, q, v)
+            sol = servo_evaluate(program.qp, cm, eqs, ctl.t, q, v)
             note_loads(sol, planted)
             program.last = sol
             ctl.assign("whole-body torques", out, sol.tau)
@@ -230,4 +241,5 @@ def whole_body_stance(model_mech, feet: Sequence[dict], torso: str, path: Path, 
 
     program.__name__ = "whole_body_stance"
     program.last = None
+    program.qp = QPWorkspace()
     return program
