@@ -138,6 +138,10 @@ class EquationSet:
             second-order analysis rules out (see :mod:`controlkit.singular`).
     """
 
+    #: ``"plan"``: the solver keeps per-structure decisions between evaluations (see
+    #: docs/architecture.md, "Evaluation speed"); ``"reference"``: every evaluation decides afresh
+    evaluation: str = "plan"
+
     def __init__(self, kp: float = 100.0, kv: float = 20.0, underdetermined: str = "default",
                  critical_forms: bool = True):
         if underdetermined not in ("default", "raise"):
@@ -357,4 +361,4 @@ def build_problem(mech, eqs: EquationSet, t: float, f_ext: np.ndarray | None = N
                    default_cost=eqs.underdetermined == "default", mass_solve=mech.mass_solve,
                    mass_inverse=getattr(mech, "mass_inverse", None),
                    Jf=Jf, lam_labels=labels, reg_rows=plan.regularizations.rows(ctx),
-                   factors=mech.cache.setdefault("solver_factors", {}))
+                   factors=mech.cache.setdefault("solver_factors", {}), plan=eqs.evaluation == "plan")

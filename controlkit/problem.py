@@ -173,6 +173,8 @@ class Problem:
     reg_rows: Rows | None = None  # regularizations: weighted like costs, used where the costs are flat
     # the solver's factors kept with the constraint rows (``Jc`` by identity); the mechanism's cache
     factors: dict | None = field(default=None, repr=False, compare=False)
+    #: keep per-structure decisions in ``factors`` between evaluations (``EquationSet.evaluation == "plan"``)
+    plan: bool = False
 
     @property
     def equalities(self) -> list[Block]:
