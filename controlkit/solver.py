@@ -22,7 +22,6 @@ remaining equalities, costs and inequalities are then posed on ``y`` alone.
 from __future__ import annotations
 
 import bisect
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,10 +32,8 @@ from .equations import Problem
 from .errors import InconsistentEquationsError, QPError, SolverError, UnderdeterminedError
 from .linalg import (
     RANK_TOL,
-    _upper,
     flat_split,
     independent_rows,
-    min_norm,
     min_norm_svd,
     no_flat_by_bound,
     no_flat_by_eigenvalues,
@@ -283,11 +280,15 @@ def _solve(p: Problem, method: str) -> Solution:
             sol = _constrained_forward(p)
             if sol is not None:
                 return sol
+    if p.plan and method == "auto":
+        sol = kernel_solve(p)
+        if sol is not None:
+            return sol
     red = _reduce(p)
     free = red.free
     ny = red.P.shape[1]
     E, f = _stack(p.eq_rows, red, ny)
-    y, r, U, N = _min_norm(p, "equalities", E, f) if E.shape[0] else (np.zeros(ny), 0, np.zeros((0, 0)), np.eye(ny))
+    y, r, U, N = min_norm_stage(p, "equalities", E, f) if E.shape[0] else (np.zeros(ny), 0, np.zeros((0, 0)), np.eye(ny))
     if E.shape[0]:
         res = E.dot(y) - f
         nres, tol = norm(res), RESIDUAL_TOL * (1.0 + norm(f))
@@ -321,58 +322,6 @@ def _solve(p: Problem, method: str) -> Solution:
     return sol
 
 
-#: how often the plan path solved a tall least-squares stage through the SVD of its QR factor
-PLAN_COUNTS = {"tall_qr_svd": 0}
-
-
-def _min_norm(p: Problem, stage: str, E: np.ndarray, f: np.ndarray):
-    """:func:`controlkit.linalg.min_norm` of one least-squares stage of the solve (``stage`` names it).
-
-    With ``p.plan`` (``EquationSet.evaluation == "plan"``) a tall stage (more rows than unknowns: a cost
-    on the few directions the equalities leave free, 56 x 3 for the walking biped) goes through
-    :func:`_tall_min_norm`, whatever its rank; the reference tries a QR rank proof and, when it fails
-    (the biped's body-acceleration cost is rank deficient at every evaluation of a stance), the SVD of E.
-    """
-    m, n = E.shape
-    if not p.plan or m < n or n == 0:
-        return min_norm(E, f)
-    PLAN_COUNTS["tall_qr_svd"] += 1
-    return _tall_min_norm(E, f)
-
-
-def _tall_min_norm(E: np.ndarray, f: np.ndarray):
-    """:func:`controlkit.linalg.min_norm_svd` (``left=False``) of a tall E (m >= n) from ``E = Q R``
-    and the SVD of the small R (n, n): E's singular values and right vectors are R's, and the
-    minimum-norm solution is ``V_r S_r^-1 U_r^T Q^T f``; the same rank rule (``RANK_TOL``). A single
-    column is its own singular vector. The null space basis spans the reference's (its signs may differ)."""
-    m, n = E.shape
-    if n == 1:
-        e = E[:, 0]
-        ss = float(e.dot(e))
-        if math.sqrt(ss) > RANK_TOL:  # (s_max = |e|: the threshold is RANK_TOL * max(1, |e|))
-            return np.array([float(e.dot(f)) / ss]), 1, None, _NO_COLUMN
-        return np.zeros(1), 0, None, _ONE
-    qr, tau, _, info = lapack.dgeqrf(E)
-    if info != 0:
-        return min_norm_svd(E, f, left=False)
-    cq, _, info = lapack.dormqr("L", "T", qr, tau, f[:, None], lwork=max(1, n))
-    u, s, vt, info2 = lapack.dgesdd(qr[:n] * _upper(n))
-    if info != 0 or info2 != 0:
-        return min_norm_svd(E, f, left=False)
-    sl = s.tolist()
-    thr, r = RANK_TOL * max(1.0, sl[0]), 0
-    for x in sl:  # (descending)
-        if not x > thr:
-            break
-        r += 1
-    y = vt[:r].T.dot(u[:, :r].T.dot(cq[:n, 0]) / s[:r])
-    return y, r, None, vt[r:].T
-
-
-_NO_COLUMN, _ONE = np.zeros((1, 0)), np.ones((1, 1))
-_NO_COLUMN.flags.writeable = _ONE.flags.writeable = False
-
-
 _ROWS: dict[int, np.ndarray] = {}
 
 
@@ -401,7 +350,7 @@ def _complete(p, red: Reduction, y, N, tau_rows):
     for rows in (p.cost_rows, p.reg_rows):
         if rows is not None and rows.spans and N.shape[1]:
             C, d = _stack(rows, red, P.shape[1])
-            z, r, _, K = _min_norm(p, "costs", C.dot(N), d - C.dot(y))
+            z, r, _, K = min_norm_stage(p, "costs", C.dot(N), d - C.dot(y))
             y, N = y + N.dot(z), N.dot(K)
             solver = "lstsq"
     nfree = 0 if p.default_cost else _motion_free(P, N, tau_rows)  # (an SVD: only when it can raise)
@@ -416,7 +365,7 @@ def _complete(p, red: Reduction, y, N, tau_rows):
             undetermined = PN
     if N.shape[1] and len(tau_rows):
         # default, first stage: least squared control torques
-        z, r, _, K = _min_norm(p, "torques", N[tau_rows], -y[tau_rows])
+        z, r, _, K = min_norm_stage(p, "torques", N[tau_rows], -y[tau_rows])
         y, N = y + N.dot(z), N.dot(K)
     if N.shape[1]:
         # second stage: least squared constraint forces (y is min-norm only within N)
@@ -598,3 +547,7 @@ def _unpack(p, red: Reduction, y, N, method) -> Solution:
             if k >= L.ntau:
                 indet.append(lam_labels[k - L.ntau])
     return Solution(x, a, tau, lam, method, int(N.shape[1]), indet)
+
+
+# the evaluation plan's solves (their module reads Solution and the helpers above)
+from .solve_plan import PLAN_COUNTS, kernel_solve, min_norm_stage  # noqa: E402,F401
