@@ -10,8 +10,8 @@ stage by stage as the reference does it, with LAPACK called directly (SciPy's ``
 - the equalities (wide, ``me <= nw``): Householder QR of ``E^T``, the minimum-norm solution and an
   orthonormal null-space basis, when the bound ``s_min >= 1 / |R^-1|_F`` proves full rank at
   ``RANK_TOL`` (the reference's :func:`controlkit.linalg.full_rank_qr`);
-- each tall stage (costs on the null space, then the torques of the default): QR, then the SVD of
-  the small triangular factor, the reference's rank rule (singular values above
+- each tall stage (costs on the null space, then the torques of the default): QR; the same bound,
+  else the SVD of the small triangular factor, the reference's rank rule (singular values above
   ``RANK_TOL * max(1, s_max)``) and minimum-norm solution;
 - the forces of the default: the minimum-norm point of what is left.
 
@@ -78,6 +78,26 @@ def _apply_q(A, tau, C, transpose):
 
 
 @numba.njit(cache=True)
+def _proved_inverse(A, k, E, rank_tol):
+    """(proved, R^-1) for the triangular factor R (k, k) in the upper part of :func:`_qr`'s A: proved when
+    ``s_min(E) >= 1 / |R^-1|_F`` clears the rank threshold ``2 RANK_TOL max(1, |E|_F)`` (the reference's
+    :func:`controlkit.linalg.full_rank_qr`: then E has full rank for the SVD's rule too)."""
+    Ri = np.zeros((k, k), dtype=np.float64).T  # (Fortran order)
+    for j in range(k):
+        for i in range(j + 1):
+            Ri[i, j] = A[i, j]
+    iv = np.array([k, k, 0], dtype=np.int32)
+    ch = np.array([85, 78], dtype=np.uint8)
+    p, c = iv.ctypes.data, ch.ctypes.data
+    _dtrtri(c, c + 1, p, Ri.ctypes.data, p + 4, p + 8)
+    if iv[2] != 0 or ch.size != 2:
+        return False, Ri
+    ri = np.sqrt(np.sum(Ri * Ri))
+    ee = np.sqrt(np.sum(E * E))
+    return 1.0 / ri > 2.0 * rank_tol * max(1.0, ee), Ri
+
+
+@numba.njit(cache=True)
 def _wide(E, f, rank_tol):
     """Minimum-norm solution of E y = f (E (m, n), m <= n) and E's null space (n, n - m) by the QR of E^T,
     when the bound proves full rank; ok False otherwise."""
@@ -87,19 +107,8 @@ def _wide(E, f, rank_tol):
     tau = _qr(A)
     if tau.shape[0] == 0:
         return False, np.zeros(n), np.zeros((n, 0))
-    Ri = np.zeros((m, m), dtype=np.float64).T  # (Fortran order)
-    for j in range(m):
-        for i in range(j + 1):
-            Ri[i, j] = A[i, j]
-    iv = np.array([m, m, 0], dtype=np.int32)
-    ch = np.array([85, 78], dtype=np.uint8)
-    p, c = iv.ctypes.data, ch.ctypes.data
-    _dtrtri(c, c + 1, p, Ri.ctypes.data, p + 4, p + 8)
-    if iv[2] != 0 or ch.size != 2:
-        return False, np.zeros(n), np.zeros((n, 0))
-    ri = np.sqrt(np.sum(Ri * Ri))
-    ee = np.sqrt(np.sum(E * E))
-    if not 1.0 / ri > 2.0 * rank_tol * max(1.0, ee):
+    ok, Ri = _proved_inverse(A, m, E, rank_tol)
+    if not ok:
         return False, np.zeros(n), np.zeros((n, 0))
     C = np.zeros((n - m + 1, n), dtype=np.float64).T  # (n, n - m + 1), Fortran order
     C[:m, 0] = Ri.T.dot(f)
@@ -113,7 +122,8 @@ def _wide(E, f, rank_tol):
 @numba.njit(cache=True)
 def _tall(E, f, rank_tol):
     """Minimum-norm least-squares solution of E y = f (E (m, n), m >= n >= 1) and E's null space, by the
-    QR of E and the SVD of its factor R (the reference's rank rule); ok False on a LAPACK failure."""
+    QR of E: R^-1 when the bound proves full rank, else the SVD of R (the reference's rank rule); ok False
+    on a LAPACK failure."""
     m, n = E.shape
     if n == 1:
         ss = 0.0
@@ -133,6 +143,9 @@ def _tall(E, f, rank_tol):
     cq[:, 0] = f
     if not _apply_q(A, tau, cq, True):
         return False, np.zeros(n), np.zeros((n, 0))
+    proved, Ri = _proved_inverse(A, n, E, rank_tol)
+    if proved:  # full rank: the unique least-squares solution, no null space (no SVD needed)
+        return True, Ri.dot(cq[:n, 0]), np.zeros((n, 0))
     R = np.zeros((n, n), dtype=np.float64).T
     for j in range(n):
         for i in range(j + 1):
