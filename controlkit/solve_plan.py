@@ -34,6 +34,16 @@ def _arg(A: np.ndarray | None, m: int, n: int | None = None) -> np.ndarray:
     return np.array(A, dtype=np.float64, order="C")
 
 
+_KERNEL: list = []
+
+
+def _load_kernel():
+    """:func:`controlkit.solve_kernel.lstsq_kernel` (numba: imported, and compiled or loaded, on first use)."""
+    from .solve_kernel import lstsq_kernel
+    _KERNEL.append(lstsq_kernel)
+    return lstsq_kernel
+
+
 def kernel_solve(p: Problem) -> Solution | None:
     """The plan's compiled solve (:func:`controlkit.solve_kernel.lstsq_kernel`) of a problem of its form
     (equalities, costs, the default; nothing assigned, no inequalities or regularizations); None when the
@@ -41,13 +51,13 @@ def kernel_solve(p: Problem) -> Solution | None:
     if p.ineq_rows.spans or p.fixed or not p.default_cost or p.mass_inverse is None or \
             (p.reg_rows is not None and p.reg_rows.spans):
         return None
-    from .solve_kernel import lstsq_kernel  # (numba: imported, and compiled or loaded, on first use)
+    kernel = _KERNEL[0] if _KERNEL else _load_kernel()
     L = p.layout
     nv, nw, nt = L.nv, L.nx - L.nv, L.ntau
     er, cr = p.eq_rows, p.cost_rows
     me, mc = len(er), len(cr)
     G = p.Jc if p.Jf is None else p.Jf
-    ok, x, N, PN, pmax, used_costs = lstsq_kernel(
+    ok, x, N, PN, pmax, used_costs = kernel(
         _arg(p.mass_inverse(), nv, nv), _arg(p.S, nt, nv), _arg(G, len(G), nv), _arg(p.bias, nv),
         _arg(er.Aa, me, nv), _arg(er.Aw, me, nw), _arg(er.b, me), _arg(cr.Aa, mc, nv), _arg(cr.Aw, mc, nw),
         _arg(cr.weight, mc), _arg(cr.b, mc), RANK_TOL, RESIDUAL_TOL)
