@@ -1,27 +1,22 @@
 """The evaluation plan's solves (``EquationSet.evaluation == "plan"``, the default), beside
 :mod:`controlkit.solver`'s reference path, which they must agree with (tests/test_evaluation_plan.py).
 
-- :func:`kernel_solve`: a problem of the common inverse-dynamics form (equalities, costs, the default;
-  nothing assigned, no inequalities or regularizations) in one compiled call
-  (:func:`controlkit.solve_kernel.lstsq_kernel`);
-- :func:`min_norm_stage`: a tall least-squares stage of the reference's code by QR and the SVD of the
-  small triangular factor (:func:`_tall_min_norm`).
+:func:`kernel_solve`: a problem of the common inverse-dynamics form (control equations or costs,
+the constraints' rows, the default; nothing assigned, no inequalities or regularizations) in one
+compiled call (:func:`controlkit.solve_kernel.lstsq_kernel`). Every other problem, and every problem
+the kernel hands back, is solved by the reference path, unchanged.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
-from scipy.linalg import lapack
 
-from .linalg import RANK_TOL, _upper, min_norm, min_norm_svd
+from .linalg import RANK_TOL
 from .problem import Problem
 from .solver import RESIDUAL_TOL, Solution, _multipliers
 
-#: how often the plan path solved a whole problem in the compiled kernel (``kernel``), how often the
-#: kernel handed a problem back to the reference (``kernel_declined``), and how often a tall
-#: least-squares stage of the reference's code went through the SVD of its QR factor (``tall_qr_svd``)
-PLAN_COUNTS = {"kernel": 0, "kernel_declined": 0, "tall_qr_svd": 0}
+#: how often the plan path solved a whole problem in the compiled kernel (``kernel``) and how often the
+#: kernel handed a problem back to the reference (``kernel_declined``)
+PLAN_COUNTS = {"kernel": 0, "kernel_declined": 0}
 
 
 def _arg(A: np.ndarray | None, m: int, n: int | None = None) -> np.ndarray:
@@ -44,12 +39,26 @@ def _load_kernel():
     return lstsq_kernel
 
 
+def _only_constraints(spans) -> bool:
+    """Whether every equality row is a constraint's (no control equation or assignment row)."""
+    for _, kind, _, _ in spans:
+        if kind != "constraint":
+            return False
+    return True
+
+
 def kernel_solve(p: Problem) -> Solution | None:
     """The plan's compiled solve (:func:`controlkit.solve_kernel.lstsq_kernel`) of a problem of its form
-    (equalities, costs, the default; nothing assigned, no inequalities or regularizations); None when the
-    problem has another form or the kernel hands it back (the reference path then solves it)."""
+    (control equations or costs, the constraints' rows, the default; nothing assigned, no inequalities or
+    regularizations); None when the problem has another form or the kernel hands it back (the reference
+    path then solves it)."""
     if p.ineq_rows.spans or p.fixed or not p.default_cost or p.mass_inverse is None or \
             (p.reg_rows is not None and p.reg_rows.spans):
+        return None
+    if not p.cost_rows.spans and _only_constraints(p.eq_rows.spans):
+        # no control statement: forward dynamics on constraints (contacts) stays the reference's, whose
+        # rounding the contact scenes' event sequences are pinned to (a toppled brick stack settles,
+        # or rocks on a vertex, by the last bits of its sliding-friction solves)
         return None
     kernel = _KERNEL[0] if _KERNEL else _load_kernel()
     L = p.layout
@@ -75,51 +84,3 @@ def kernel_solve(p: Problem) -> Solution | None:
     if PN.shape[1] and np.abs(PN).max() > 1e-9 * max(1.0, pmax):
         sol.undetermined = PN
     return sol
-
-
-def min_norm_stage(p: Problem, stage: str, E: np.ndarray, f: np.ndarray):
-    """:func:`controlkit.linalg.min_norm` of one least-squares stage of the solve (``stage`` names it).
-
-    With ``p.plan`` (``EquationSet.evaluation == "plan"``) a tall stage (more rows than unknowns: a cost
-    on the few directions the equalities leave free, 56 x 3 for the walking biped) goes through
-    :func:`_tall_min_norm`, whatever its rank; the reference tries a QR rank proof and, when it fails
-    (the biped's body-acceleration cost is rank deficient at every evaluation of a stance), the SVD of E.
-    """
-    m, n = E.shape
-    if not p.plan or m < n or n == 0:
-        return min_norm(E, f)
-    PLAN_COUNTS["tall_qr_svd"] += 1
-    return _tall_min_norm(E, f)
-
-
-def _tall_min_norm(E: np.ndarray, f: np.ndarray):
-    """:func:`controlkit.linalg.min_norm_svd` (``left=False``) of a tall E (m >= n) from ``E = Q R``
-    and the SVD of the small R (n, n): E's singular values and right vectors are R's, and the
-    minimum-norm solution is ``V_r S_r^-1 U_r^T Q^T f``; the same rank rule (``RANK_TOL``). A single
-    column is its own singular vector. The null space basis spans the reference's (its signs may differ)."""
-    m, n = E.shape
-    if n == 1:
-        e = E[:, 0]
-        ss = float(e.dot(e))
-        if math.sqrt(ss) > RANK_TOL:  # (s_max = |e|: the threshold is RANK_TOL * max(1, |e|))
-            return np.array([float(e.dot(f)) / ss]), 1, None, _NO_COLUMN
-        return np.zeros(1), 0, None, _ONE
-    qr, tau, _, info = lapack.dgeqrf(E)
-    if info != 0:
-        return min_norm_svd(E, f, left=False)
-    cq, _, info = lapack.dormqr("L", "T", qr, tau, f[:, None], lwork=max(1, n))
-    u, s, vt, info2 = lapack.dgesdd(qr[:n] * _upper(n))
-    if info != 0 or info2 != 0:
-        return min_norm_svd(E, f, left=False)
-    sl = s.tolist()
-    thr, r = RANK_TOL * max(1.0, sl[0]), 0
-    for x in sl:  # (descending)
-        if not x > thr:
-            break
-        r += 1
-    y = vt[:r].T.dot(u[:, :r].T.dot(cq[:n, 0]) / s[:r])
-    return y, r, None, vt[r:].T
-
-
-_NO_COLUMN, _ONE = np.zeros((1, 0)), np.ones((1, 1))
-_NO_COLUMN.flags.writeable = _ONE.flags.writeable = False
