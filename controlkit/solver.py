@@ -550,5 +550,14 @@ def _unpack(p, red: Reduction, y, N, method) -> Solution:
     return Solution(x, a, tau, lam, method, int(N.shape[1]), indet)
 
 
-# the evaluation plan's solves (their module reads Solution and the helpers above)
-from .solve_plan import PLAN_COUNTS, kernel_solve  # noqa: E402,F401
+
+_PLAN: list = []
+
+
+def kernel_solve(p: Problem) -> Solution | None:
+    """The evaluation plan's compiled solve (:func:`controlkit.solve_plan.kernel_solve`; its module,
+    which reads this one, loaded on first use)."""
+    if not _PLAN:
+        from .solve_plan import kernel_solve as fn
+        _PLAN.append(fn)
+    return _PLAN[0](p)

@@ -19,7 +19,7 @@ from controlkit.dynamics import evaluate
 from controlkit.equations import EquationSet
 from controlkit.expressions import acc, vel
 from controlkit.quantities import ControlTorques, JointAngle
-from controlkit.solver import PLAN_COUNTS
+from controlkit.solve_plan import PLAN_COUNTS
 from sim.runner import load_script
 from sim.stabilization import PROJECTION_COUNTS, project_positions, project_state, project_velocities
 from tests.models import pendulum
