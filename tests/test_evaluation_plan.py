@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
+import pytest
 
 import robots
 from controlkit.dynamics import evaluate
@@ -160,3 +161,11 @@ def test_plan_agrees_with_the_reference_on_closed_loops():
         if built.mechanism.ntau:
             eqs.add_equation("crank", acc(JointAngle(mech, "hinge_1")) == 0.3)
         _agree(mech, eqs, 0.0, built.q0, np.zeros(mech.nv), "four-bar")
+
+
+def test_simulator_refuses_an_unknown_evaluation_path_by_name():
+    from controlkit.errors import ArgumentError
+    from sim.simulator import Simulator
+    mech = pendulum(2)
+    with pytest.raises(ArgumentError, match="evaluation must be 'plan' or 'reference'"):
+        Simulator(mech, evaluation="fast")
