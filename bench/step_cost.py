@@ -5,7 +5,9 @@ For each model and case, measured in one run:
   (crba + nonLinearEffects; plus forward kinematics and Jacobians when there are
   constraints or control equations);
 - ``total``: controlkit's ``evaluate`` (state, kernels, assembly, solve), and its split;
-- ``ratio`` = total / kernel. Target for the determinate case: at most 3.
+- ``ratio`` = total / kernel. Target for the determinate case: at most 3;
+- ``reference_us``, ``reference_ratio``: the same evaluation by the reference path
+  (``EquationSet.evaluation = "reference"``; the total is the plan's, the default).
 
 Two more rows time the whole-body servo of walking part 2 (``controllers.walking_fd``): one
 ``evaluate`` on the controller's own model of the biped, with the equation set the servo
@@ -134,13 +136,7 @@ def measure_servo(repeat: int = 5, clock=time.perf_counter):
         def total():
             evaluate(cm, eqs, t, q, v)  # noqa: B023 (timed within this iteration)
 
-        cm.times.__init__()
-        k, tot = best_times([kernels, total], repeat, clock=clock)
-        T = cm.times
-        n = T.calls
-        rows.append({"model": "biped (controller)", "case": case, "kernel_us": k * 1e6, "total_us": tot * 1e6,
-                     "pinocchio_us": T.pinocchio / n * 1e6, "assembly_us": T.assembly / n * 1e6,
-                     "solve_us": T.solve / n * 1e6, "ratio": tot / k})
+        rows.append(_row("biped (controller)", case, cm, eqs, kernels, total, repeat, clock))
     return rows
 
 
@@ -157,6 +153,28 @@ def best_times(fns, repeat: int, number: int = 200, clock=time.perf_counter) -> 
                 fn()
             best[i] = min(best[i], (clock() - t0) / number)
     return best
+
+
+def _row(model: str, case: str, mech, eqs, kernels, total, repeat: int, clock) -> dict:
+    """One table row: the kernel, the evaluation by the plan (the default) and by the reference path
+    (``EquationSet.evaluation``), timed in interleaved batches; the split (pinocchio, assembly, solve)
+    is the mean over one more batch of the plan's evaluations."""
+    def reference():
+        eqs.evaluation = "reference"
+        try:
+            total()
+        finally:
+            eqs.evaluation = "plan"
+
+    k, tot, ref = best_times([kernels, total, reference], repeat, clock=clock)
+    mech.times.__init__()
+    for _ in range(200):
+        total()
+    T = mech.times
+    n = T.calls
+    return {"model": model, "case": case, "kernel_us": k * 1e6, "total_us": tot * 1e6,
+            "pinocchio_us": T.pinocchio / n * 1e6, "assembly_us": T.assembly / n * 1e6,
+            "solve_us": T.solve / n * 1e6, "ratio": tot / k, "reference_us": ref * 1e6, "reference_ratio": ref / k}
 
 
 def measure(name, mech, repeat: int = 5, clock=time.perf_counter):
@@ -182,14 +200,7 @@ def measure(name, mech, repeat: int = 5, clock=time.perf_counter):
         def total():
             evaluate(mech, eqs, 0.0, q, v)  # noqa: B023 (timed within this iteration)
 
-        # the split (pinocchio, assembly, solve) is a mean over every call; kernel and total are best batches
-        mech.times.__init__()
-        k, tot = best_times([kernels, total], repeat, clock=clock)
-        T = mech.times
-        n = T.calls
-        rows.append({"model": name, "case": case, "kernel_us": k * 1e6, "total_us": tot * 1e6,
-                     "pinocchio_us": T.pinocchio / n * 1e6, "assembly_us": T.assembly / n * 1e6,
-                     "solve_us": T.solve / n * 1e6, "ratio": tot / k})
+        rows.append(_row(name, case, mech, eqs, kernels, total, repeat, clock))
     for c in list(mech.constraints):
         mech.remove_constraint(c)
     return rows
@@ -204,7 +215,8 @@ def main():
     for name, entry in models().items():
         rows += measure(name, _mech(entry), args.repeat, CLOCKS[args.clock])
     rows += measure_servo(args.repeat, CLOCKS[args.clock])
-    print(table(rows, ["model", "case", "kernel_us", "total_us", "pinocchio_us", "assembly_us", "solve_us", "ratio"]))
+    print(table(rows, ["model", "case", "kernel_us", "total_us", "pinocchio_us", "assembly_us", "solve_us", "ratio",
+                       "reference_us", "reference_ratio"]))
     path = write_json("step_cost", {"rows": rows, "clock": args.clock, "repeat": args.repeat,
                                     "target": "ratio <= 3 for the determinate case; servo total <= 300 us"})
     print(f"wrote {path}")

@@ -22,7 +22,7 @@ with (from the split's run) the servo's largest torque change from one tick to t
 With ``--profile``: cProfile's own time per source file (top 15) and per function (top 20).
 
 Run: ``.venv/bin/python bench/walking.py [--part 1|2|both] [--robot biped|talos] [--seconds 20]
-[--repeat 3] [--profile]``; writes bench/results/walking.json (``--robot talos``:
+[--repeat 3] [--profile] [--evaluation plan|reference]``; writes bench/results/walking.json (``--robot talos``:
 walking_talos.json). With ``--repeat N`` each part runs N times and the median run
 is reported (with every run's real-time factor): on a shared machine one run can be 20% off.
 """
@@ -51,6 +51,10 @@ PARTS = ("pinocchio", "assembly", "solve", "events", "projection", "control", "r
 #: example script, default integrator and step (s), target real-time factor
 DEMOS = {1: ("walking.py", "rk4", 0.01, 2.0), 2: ("walking_fd.py", "semi_implicit_euler", 1e-3, 1.0),
          "talos": ("talos_walk.py", "semi_implicit_euler", 1e-3, 0.5)}
+
+
+#: ``--evaluation``: ``"plan"`` or ``"reference"`` for every simulator of the run; None keeps the default
+EVALUATION: str | None = None
 
 
 class _Clock:
@@ -89,6 +93,8 @@ def run(part, seconds: float, integrator: str, dt: float, profile: bool = False,
     example = load_script(ROOT / "examples" / script)
     scn = example.build(integrator=integrator, dt=dt)
     sim = scn.sim
+    if EVALUATION is not None:  # (--evaluation: the simulator's path, the default when not given)
+        sim.evaluation = sim.equations.evaluation = EVALUATION
     servo = scn.info["servo"].cm if "servo" in scn.info else None  # the servo's own model (part 2)
     mechs = [sim.mech] + ([servo] if servo is not None else [])
     clock = _Clock(mechs)
@@ -216,7 +222,11 @@ def main(argv=None):
     ap.add_argument("--dt", type=float, default=None, help="integration step (s); default 0.01 (part 1), 0.001 (part 2)")
     ap.add_argument("--profile", action="store_true", help="also run under cProfile (slower) and print where the time goes")
     ap.add_argument("--repeat", type=int, default=1, help="runs per part; the median is reported (a noisy machine)")
+    ap.add_argument("--evaluation", choices=["plan", "reference"], default=None,
+                    help="the simulator's evaluation path (default: the simulator's default, plan)")
     args = ap.parse_args(argv)
+    global EVALUATION
+    EVALUATION = args.evaluation
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
     if args.robot == "talos":

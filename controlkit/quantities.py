@@ -98,22 +98,25 @@ class FramePoint(Quantity):
         M = (self.mechanism if mech is None else mech).kinematics().oMf[self.fid]
         return M.translation + (M.rotation.dot(self.offset) if self._has_offset else 0.0)
 
+    # (at every evaluation: without an offset, Pinocchio's getters are called directly, as the
+    # mechanism's frame_* methods call them; a point's linear parts come as new arrays)
     def jacobian(self, mech):
-        J = mech.frame_jacobian(self.fid)
         if not self._has_offset:
-            return J[:3]
+            J = pin.getFrameJacobian(mech.model, mech.kinematics(), self.fid, LWA)
+            return J[:3] if J.ndim == 2 else J.reshape(6, 1)[:3]  # (a one-dof model's comes as a vector)
+        J = mech.frame_jacobian(self.fid)
         return J[:3] - pin.skew(self._r(mech)).dot(J[3:])
 
     def velocity(self, mech):
-        nu = mech.frame_velocity(self.fid)
         if not self._has_offset:
-            return nu.linear.copy()
+            return pin.getFrameVelocity(mech.model, mech.kinematics(), self.fid, LWA).linear
+        nu = mech.frame_velocity(self.fid)
         return nu.linear + cross(nu.angular, self._r(mech))
 
     def drift(self, mech):
-        d = mech.frame_drift(self.fid)
         if not self._has_offset:
-            return d[:3].copy()
+            return pin.getFrameClassicalAcceleration(mech.model, mech.kinematics(), self.fid, LWA).linear
+        d = mech.frame_drift(self.fid)
         w = mech.frame_velocity(self.fid).angular
         r = self._r(mech)
         return d[:3] + cross(d[3:], r) + cross(w, cross(w, r))
@@ -134,10 +137,10 @@ class FrameOrientation(Quantity):
         return mech.frame_jacobian(self.fid)[3:]
 
     def velocity(self, mech):
-        return mech.frame_velocity(self.fid).angular.copy()
+        return pin.getFrameVelocity(mech.model, mech.kinematics(), self.fid, LWA).angular
 
     def drift(self, mech):
-        return mech.frame_drift(self.fid)[3:].copy()
+        return pin.getFrameClassicalAcceleration(mech.model, mech.kinematics(), self.fid, LWA).angular
 
 
 class JointAngle(Quantity):

@@ -281,6 +281,10 @@ def _solve(p: Problem, method: str) -> Solution:
             sol = _constrained_forward(p)
             if sol is not None:
                 return sol
+    if p.plan and method == "auto":
+        sol = kernel_solve(p)
+        if sol is not None:
+            return sol
     red = _reduce(p)
     free = red.free
     ny = red.P.shape[1]
@@ -544,3 +548,16 @@ def _unpack(p, red: Reduction, y, N, method) -> Solution:
             if k >= L.ntau:
                 indet.append(lam_labels[k - L.ntau])
     return Solution(x, a, tau, lam, method, int(N.shape[1]), indet)
+
+
+
+_PLAN: list = []
+
+
+def kernel_solve(p: Problem) -> Solution | None:
+    """The evaluation plan's compiled solve (:func:`controlkit.solve_plan.kernel_solve`; its module,
+    which reads this one, loaded on first use)."""
+    if not _PLAN:
+        from .solve_plan import kernel_solve as fn
+        _PLAN.append(fn)
+    return _PLAN[0](p)

@@ -34,7 +34,7 @@ from controlkit.recording import Event, Recording
 
 from .events import ACCELERATION, VELOCITY, EventSource, crossed, isolate
 from .integrators import PinocchioSystem, make_integrator
-from .stabilization import project_positions, project_velocities
+from .stabilization import project_positions, project_state, project_velocities
 from .validation import number as _number
 from .validation import run_duration
 
@@ -51,6 +51,8 @@ class Simulator:
         rtol, atol: tolerances for the adaptive integrator.
         kp, kv: Baumgarte gains (1/s^2, 1/s) of the constraint equations.
         project: project positions and velocities onto the constraint manifold after each step.
+        evaluation: ``"plan"`` (default: the fast paths, see docs/architecture.md "Evaluation speed")
+            or ``"reference"`` (the reference implementation they are tested against).
         event_tolerance: time tolerance (s) of event isolation.
         external_force: ``f(t, mech) -> (nv,)`` generalized force (N, N m), or None.
         record: named quantities to record at every sample, ``{name: quantity}``.
@@ -73,7 +75,7 @@ class Simulator:
                  project: bool = False, event_tolerance: float = 1e-6,
                  external_force: Callable | None = None, record: dict | None = None,
                  record_every: int = 1, max_step: float = np.inf, t0: float = 0.0,
-                 fallback: str | None = None, program_timeout: float | None = 10.0):
+                 fallback: str | None = None, program_timeout: float | None = 10.0, evaluation: str = "plan"):
         from controlkit.mechanism import Mechanism
         if not isinstance(mech, Mechanism) and isinstance(getattr(mech, "mechanism", None), Mechanism):
             mech = mech.mechanism  # (a built model: its mechanism)
@@ -106,6 +108,9 @@ class Simulator:
         self.mech = mech
         self.dt = float(dt)
         self.equations = EquationSet(kp=kp, kv=kv)
+        if evaluation not in ("plan", "reference"):
+            raise ArgumentError(f"Simulator: evaluation must be 'plan' or 'reference', got {evaluation!r}")
+        self.evaluation = self.equations.evaluation = evaluation
         opts = {"rtol": rtol, "atol": atol} if integrator in ("dopri5", "dop853") else {}
         self.integrator = make_integrator(integrator, **opts)
         self.project = project
@@ -500,8 +505,11 @@ class Simulator:
                                   f"{self.integrator.name}", step.t1, self.recording)
         if self.project and self.mech.constraints:
             cons = list(self.mech.constraints.values())
-            q = project_positions(self.mech, cons, q)
-            v = project_velocities(self.mech, cons, q, v)
+            if self.evaluation == "plan":
+                q, v = project_state(self.mech, cons, q, v, time=step.t1)
+            else:
+                q = project_positions(self.mech, cons, q)
+                v = project_velocities(self.mech, cons, q, v)
             self._a = None
         else:
             # FSAL methods end on an evaluation at (t1, q1, v1): reuse it unless the equations change

@@ -20,7 +20,7 @@ import math
 from typing import Iterable, Sequence
 
 import numpy as np
-from scipy.linalg import solve_triangular
+from scipy.linalg import lapack, solve_triangular
 
 from controlkit.errors import ControlkitError, SimulationError
 from controlkit.singular import without_noise_rows
@@ -36,6 +36,8 @@ __all__ = [
     "baumgarte_rhs",
     "project_positions",
     "project_velocities",
+    "project_state",
+    "PROJECTION_COUNTS",
 ]
 
 DEFAULT_KP = 100.0  # 1/s^2: natural frequency sqrt(kp) = 10 rad/s
@@ -279,3 +281,86 @@ def project_velocities(mech, constraints: Iterable, q: np.ndarray, v: np.ndarray
         return _from_z(z, L)
     finally:
         mech.set_state(saved_q, saved_v, check=False)
+
+
+# ------------------------------------------------------------ the fast path (plan)
+#: how many projections (position and velocity together) took the Delassus path and how many fell back
+#: to :func:`project_positions` / :func:`project_velocities`
+PROJECTION_COUNTS = {"delassus": 0, "reference": 0}
+
+#: the Delassus path is taken only when a bound proves J's condition number in the mass metric below this:
+#: its normal equations lose cond^2 * eps, rounding of a correction that is itself small (|phi|, |J v|)
+DELASSUS_COND_MAX = 1e6
+
+
+def _delassus_map(mech, cons: list, rcond: float):
+    """``(M^-1 J^T, Cholesky factor of J M^-1 J^T, J)`` at the mechanism's state, or None when no bound
+    proves the weighted Jacobian of full row rank at ``rcond`` (what the SVD of the reference would
+    keep) and conditioned below :data:`DELASSUS_COND_MAX`."""
+    J = stack_jacobians(cons, mech.nv)
+    MJt = mech.mass_inverse().dot(J.T)
+    U, info = lapack.dpotrf(J.dot(MJt))  # D = U^T U; D's singular values are A's squared (A = J L^-T)
+    if info != 0:
+        return None
+    Ui, info = lapack.dtrtri(U)
+    if info != 0:
+        return None
+    u, ui = U.ravel(), Ui.ravel()
+    s_max_ub, s_min_lb = math.sqrt(float(u.dot(u))), 1.0 / math.sqrt(float(ui.dot(ui)))
+    if not (s_min_lb > 2.0 * rcond * s_max_ub and s_max_ub <= DELASSUS_COND_MAX * s_min_lb):
+        return None
+    return MJt, U, J
+
+
+def _project_delassus(mech, cons: list, q: np.ndarray, v: np.ndarray, tol: float, max_iter: int, rcond: float):
+    """:func:`project_state`'s Delassus path; None when the reference path must decide (or raise)."""
+    zeros = np.zeros(mech.nv)
+    for it in range(int(max_iter) + 1):
+        mech.set_state(q, zeros, check=False)
+        phi = stack_errors(cons)
+        residual = float(np.max(np.abs(phi))) if phi.size else 0.0
+        if residual <= tol:
+            break
+        if it == max_iter or not math.isfinite(residual):
+            return None
+        m = _delassus_map(mech, cons, rcond)
+        if m is None:
+            return None
+        MJt, U, _ = m
+        q = mech.integrate(q, -MJt.dot(lapack.dpotrs(U, phi)[0]))
+    # the velocities at the final q (J and M^-1 depend on q only: the state (q, 0) serves)
+    m = _delassus_map(mech, cons, rcond)
+    if m is None:
+        return None
+    MJt, U, J = m
+    return q, v - MJt.dot(lapack.dpotrs(U, J.dot(v))[0])
+
+
+def project_state(mech, constraints: Iterable, q: np.ndarray, v: np.ndarray, *, tol: float = 1e-12,
+                  max_iter: int = 20, rcond: float = 1e-10, time: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`project_positions` then :func:`project_velocities` (mass metric), returns (q (nq,), v (nv,)).
+
+    When a bound proves the constraints' Jacobian of full row rank and well conditioned in the mass
+    metric (the common case: welds, independent closures), both projections use the Cholesky factor
+    of the Delassus matrix ``J M^-1 J^T`` with Pinocchio's ``M^-1``, in place of the SVD of ``J L^-T``
+    (the same minimum-norm corrections up to rounding), and the velocity projection reuses the
+    kinematics of the last position iterate. Otherwise (redundant rows, a failed convergence, which
+    then raises) the two reference functions run. The mechanism's state is restored on return;
+    :data:`PROJECTION_COUNTS` counts the paths taken.
+    """
+    _check_args(tol, max_iter, rcond)
+    cons = _as_list(constraints)
+    if not cons:
+        return np.array(q, dtype=float), np.array(v, dtype=float)
+    _check_bound(cons, mech)
+    saved_q, saved_v = mech.q, mech.v
+    try:
+        out = _project_delassus(mech, cons, np.array(q, dtype=float), np.array(v, dtype=float), tol, max_iter, rcond)
+    finally:
+        mech.set_state(saved_q, saved_v, check=False)
+    if out is not None:
+        PROJECTION_COUNTS["delassus"] += 1
+        return out
+    PROJECTION_COUNTS["reference"] += 1
+    q = project_positions(mech, cons, q, tol, max_iter, rcond=rcond, time=time)
+    return q, project_velocities(mech, cons, q, v, rcond=rcond)

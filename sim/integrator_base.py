@@ -1,0 +1,227 @@
+"""What the time integrators share: the simulated system's protocol, a step's result and its
+interpolants, error norms, and the :class:`Integrator` base class.
+
+The methods themselves are in :mod:`sim.integrators` (fixed-step and multistep) and
+:mod:`sim.embedded_rk` (the adaptive embedded Runge--Kutta pairs). Times in seconds.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Protocol, runtime_checkable
+
+import numpy as np
+import pinocchio as pin
+
+from controlkit.errors import ControlkitError
+
+
+class IntegratorError(ControlkitError, ValueError):
+    """Invalid integrator options or step arguments (non-positive step, theta outside [0, 1], ...)."""
+
+
+# --------------------------------------------------------------------------- systems
+@runtime_checkable
+class System(Protocol):
+    """What an integrator needs from the simulated system."""
+
+    def accel(self, t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Acceleration a (nv,) at time t (s), configuration q (nq,), velocity v (nv,): one evaluation."""
+        ...
+
+    def integrate(self, q: np.ndarray, dq: np.ndarray) -> np.ndarray:
+        """q (+) dq on the configuration group."""
+        ...
+
+    def difference(self, q0: np.ndarray, q1: np.ndarray) -> np.ndarray:
+        """q1 (-) q0: the tangent vector dq (nv,) with q0 (+) dq = q1."""
+        ...
+
+    def dintegrate(self, q: np.ndarray, dq: np.ndarray) -> np.ndarray | None:
+        """d integrate(q, dq) / d dq (nv, nv), or None when the group is flat."""
+        ...
+
+
+def _is_flat(model: pin.Model) -> bool:
+    """True when every joint integrates as a vector space (nq == nv and dIntegrate == identity)."""
+    if model.nq != model.nv:
+        return False
+    if model.nv == 0:
+        return True
+    q = pin.neutral(model)
+    dq = np.linspace(0.3, 0.7, model.nv)
+    D = pin.dIntegrate(model, q, dq, pin.ArgumentPosition.ARG1)
+    return bool(np.allclose(D, np.eye(model.nv), atol=1e-14) and np.allclose(pin.integrate(model, q, dq), q + dq))
+
+
+class PinocchioSystem:
+    """A :class:`System` on a Pinocchio model's configuration group.
+
+    Args:
+        model: the ``pinocchio.Model`` whose group (free-flyer, spherical, ...) q lives on.
+        accel_fn: ``accel_fn(t, q, v) -> a`` (s, model units) — e.g. ``pin.aba`` with some torques.
+
+    ``evaluations`` counts calls to :meth:`accel`. ``flat`` is True when nq == nv and all
+    joints are Euclidean; then :meth:`dintegrate` returns None and q (+) dq = q + dq.
+    """
+
+    def __init__(self, model: pin.Model, accel_fn: Callable[[float, np.ndarray, np.ndarray], np.ndarray]):
+        if not isinstance(model, pin.Model):
+            raise IntegratorError(f"PinocchioSystem: expected a pinocchio.Model, got {type(model).__name__}")
+        if not callable(accel_fn):
+            raise IntegratorError("PinocchioSystem: accel_fn must be callable as accel_fn(t, q, v) -> a")
+        self.model = model
+        self.accel_fn = accel_fn
+        self.nq, self.nv = model.nq, model.nv
+        self.flat = _is_flat(model)
+        self.evaluations = 0
+        self._arg1 = pin.ArgumentPosition.ARG1
+
+    def accel(self, t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        self.evaluations += 1
+        return np.asarray(self.accel_fn(t, q, v), dtype=float)
+
+    def integrate(self, q: np.ndarray, dq: np.ndarray) -> np.ndarray:
+        if self.flat:
+            return q + dq
+        return pin.integrate(self.model, q, dq)
+
+    def difference(self, q0: np.ndarray, q1: np.ndarray) -> np.ndarray:
+        if self.flat:
+            return q1 - q0
+        return pin.difference(self.model, q0, q1)
+
+    def dintegrate(self, q: np.ndarray, dq: np.ndarray) -> np.ndarray | None:
+        if self.flat:
+            return None
+        return pin.dIntegrate(self.model, q, dq, self._arg1)
+
+    def __repr__(self) -> str:
+        return f"PinocchioSystem(nq={self.nq}, nv={self.nv}, flat={self.flat})"
+
+
+def _rate(system: System, q0: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """u' = dintegrate(q0, u)^{-1} v: the local-coordinate rate of q0 (+) u moving with velocity v."""
+    D = system.dintegrate(q0, u)
+    if D is None:
+        return v
+    return np.linalg.solve(D, v)
+
+
+# ----------------------------------------------------------------------------- steps
+@dataclass(eq=False)
+class Step:
+    """The result of one attempted step from (t0, q0, v0) over h seconds.
+
+    ``a0``/``a1`` are the accelerations at the start/end (``a1`` None when the method did
+    not evaluate it). ``error`` is the scaled local-error norm (<= 1 is within tolerance)
+    for methods with an estimator, NaN otherwise. ``h_next`` (s) is the proposed next step.
+    ``evaluations`` counts calls to ``system.accel`` made by this step.
+    """
+
+    t0: float
+    h: float
+    q0: np.ndarray
+    v0: np.ndarray
+    a0: np.ndarray
+    t1: float
+    q1: np.ndarray
+    v1: np.ndarray
+    a1: np.ndarray | None
+    accepted: bool
+    error: float
+    h_next: float
+    evaluations: int
+    _interp: Callable[[float], tuple[np.ndarray, np.ndarray]] | None = field(default=None, repr=False)
+
+    def dense(self, theta: float) -> tuple[np.ndarray, np.ndarray]:
+        """State (q, v) at time t0 + theta * h, theta in [0, 1]; exact at 0 and 1."""
+        if not (-1e-12 <= theta <= 1.0 + 1e-12):
+            raise IntegratorError(f"dense output: theta must be in [0, 1], got {theta}")
+        if theta <= 0.0:
+            return self.q0.copy(), self.v0.copy()
+        if theta >= 1.0:
+            return self.q1.copy(), self.v1.copy()
+        if self._interp is None:
+            raise IntegratorError("dense output: this step carries no interpolant")
+        return self._interp(float(theta))
+
+    def time(self, theta: float) -> float:
+        """t0 + theta * h (s)."""
+        return self.t0 + theta * self.h
+
+
+def _linear_interp(system: System, q0, u1, v0, v1):
+    """First-order interpolant in the chart at q0 (for the Euler methods)."""
+    dv = v1 - v0
+
+    def interp(theta: float):
+        return system.integrate(q0, theta * u1), v0 + theta * dv
+
+    return interp
+
+
+def _hermite_interp(system: System, q0, u1, v0, v1, a0, a1, h):
+    """Cubic Hermite interpolant in the chart at q0 (u' ends are v0 and dexp^-1 v1, v' ends a0, a1)."""
+    cache: list[np.ndarray] = []
+
+    def interp(theta: float):
+        if not cache:
+            cache.append(_rate(system, q0, u1, v1))
+        w1 = cache[0]
+        t2, t3 = theta * theta, theta * theta * theta
+        h00, h10, h01, h11 = 2 * t3 - 3 * t2 + 1, t3 - 2 * t2 + theta, -2 * t3 + 3 * t2, t3 - t2
+        u = h10 * h * v0 + h01 * u1 + h11 * h * w1
+        v = h00 * v0 + h10 * h * a0 + h01 * v1 + h11 * h * a1
+        return system.integrate(q0, u), v
+
+    return interp
+
+
+# ----------------------------------------------------------------------- integrators
+def _check_h(h: float, name: str) -> float:
+    h = float(h)
+    if not (0.0 < h < math.inf):
+        raise IntegratorError(f"{name}: the step h must be a positive finite time in s, got {h}")
+    return h
+
+
+def _start_accel(system: System, t: float, q, v, a0) -> tuple[np.ndarray, int]:
+    if a0 is not None:
+        return np.asarray(a0, dtype=float), 0
+    return system.accel(t, q, v), 1
+
+
+def _scale(y0: np.ndarray, y1: np.ndarray, rtol: float, atol: float) -> np.ndarray:
+    """Error scale atol + rtol * max(|y0_i|, |y1_i|) (Hairer's)."""
+    sc = np.maximum(np.abs(y0), np.abs(y1))
+    sc *= rtol
+    sc += atol
+    return sc
+
+
+def _scaled_norm(e: np.ndarray, y0: np.ndarray, y1: np.ndarray, rtol: float, atol: float) -> float:
+    """RMS of e_i / (atol + rtol * max(|y0_i|, |y1_i|)) (Hairer's norm)."""
+    if e.size == 0:
+        return 0.0
+    r = e / _scale(y0, y1, rtol, atol)
+    return math.sqrt(r.dot(r) / r.size)
+
+
+class Integrator:
+    """Base class. ``step`` attempts one step; ``reset`` forgets history (after events)."""
+
+    name: str = ""
+    order: int = 0
+    adaptive: bool = False
+    multistep: bool = False
+
+    def reset(self) -> None:
+        """Forget any history (multistep methods restart, adaptive ones forget controller state)."""
+
+    def step(self, system: System, t: float, q: np.ndarray, v: np.ndarray, h: float, a0: np.ndarray | None = None) -> Step:
+        """Attempt a step of h seconds from (t, q, v); ``a0`` is a(t, q, v) if the caller has it."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, order={self.order})"
