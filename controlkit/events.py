@@ -69,3 +69,9 @@ class EventSource:
     def active(self) -> bool:
         """Whether the source currently watches anything (inactive sources are skipped)."""
         return True
+
+    def contacts_of(self, body: str) -> list:
+        """The contacts this source holds that touch ``body`` (a geometry or body name), each a
+        state with the other body, region, points, mode and forces of the last solve; none by
+        default (contact sources answer: :class:`sim.contact.ContactSource`)."""
+        return []

@@ -319,7 +319,7 @@ def walk(ctl, body: WholeBody, plan: WalkPlan, contacts: Callable[[str], list] |
     """The walking program of Fig. 6.9 on the whole-body servo, from standing on both feet.
 
     A foot's touch is sensed as a contact of the simulated foot (``contacts(geom)``: the contacts
-    touching a geometry, see :func:`contacts_of`; None: no touch sensor) or its sole's lowest
+    touching a geometry: the simulator's ``contacts_of``; None: no touch sensor) or its sole's lowest
     corner at the ground. Ends standing on both feet after the plan's steps.
     """
     legs = body.biped.feet
@@ -420,13 +420,6 @@ def foot_has_touched(ctl, foot: Foot, contacts: Callable[[str], list] | None = N
     return sole_height(ctl, foot) <= 0.0
 
 
-def contacts_of(sim, geom: str) -> list:
-    """The contacts touching a geometry of the simulated robot (``sim.contact``'s query: each
-    contact source's ``contacts_of``, asked through the simulator's event sources, as controllers
-    do not import ``sim``): states with ``other``, ``region``, ``points``, ``mode``, forces."""
-    return [c for src in sim.sources if hasattr(src, "contacts_of") for c in src.contacts_of(geom)]
-
-
 # ------------------------------------------------------------------ setting up
 def walker(sim, biped: Biped, model_mech, steps: int, *, gait: Gait | None = None, period: float = 1e-3,
            gains=None, mu: float = 0.8):
@@ -446,6 +439,6 @@ def walker(sim, biped: Biped, model_mech, steps: int, *, gait: Gait | None = Non
     mid_sole = float(np.mean([f.half_length for f in biped.feet.values()]))  # heel to mid-sole
     plan = WalkPlan(heels, com0.position(model_mech).copy(), steps, gait=gait, zmp_from_heel=mid_sole)
     body = WholeBody(model_mech, biped, plan, gains=gains, mu=mu)
-    sim.add_program(lambda ctl: walk(ctl, body, plan, lambda geom: contacts_of(sim, geom)), name="walk")
+    sim.add_program(lambda ctl: walk(ctl, body, plan, sim.contacts_of), name="walk")
     sim.add_program(body.program, name="whole-body servo", period=period)
     return body, plan

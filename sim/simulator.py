@@ -32,6 +32,7 @@ from controlkit.programs import ProgramRuntime
 from controlkit.quantities import ControlTorques
 from controlkit.recording import Event, Recording
 
+from . import validation as checked
 from .events import ACCELERATION, VELOCITY, EventSource, crossed, isolate
 from .integrators import PinocchioSystem, make_integrator
 from .stabilization import project_positions, project_state, project_velocities
@@ -76,12 +77,7 @@ class Simulator:
                  external_force: Callable | None = None, record: dict | None = None,
                  record_every: int = 1, max_step: float = np.inf, t0: float = 0.0,
                  fallback: str | None = None, program_timeout: float | None = 10.0, evaluation: str = "plan"):
-        from controlkit.mechanism import Mechanism
-        if not isinstance(mech, Mechanism) and isinstance(getattr(mech, "mechanism", None), Mechanism):
-            mech = mech.mechanism  # (a built model: its mechanism)
-        if not isinstance(mech, Mechanism):
-            raise ArgumentError(f"Simulator: expected a controlkit Mechanism (e.g. robots.four_bar().mechanism), "
-                                f"got {type(mech).__name__}")
+        mech = checked.mechanism(mech)
         dt = _number("dt", dt, "s", positive=True)
         event_tolerance = _number("event_tolerance", event_tolerance, "s", positive=True)
         rtol, atol = _number("rtol", rtol, "", positive=True), _number("atol", atol, "", positive=True)
@@ -91,25 +87,16 @@ class Simulator:
         if program_timeout is not None:
             program_timeout = _number("program_timeout", program_timeout, "s", positive=True, infinite=True)
         self.program_timeout = program_timeout
-        if external_force is not None and not callable(external_force):
-            raise ArgumentError(f"Simulator: external_force must be a function f(t, mech) -> (nv,) generalized force "
-                                f"(N, N m), got {type(external_force).__name__}")
-        for name, qty in dict(record or {}).items():
-            if not callable(getattr(qty, "position", None)):
-                raise ArgumentError(f"Simulator: record[{name!r}] must be a quantity (e.g. FramePoint(mech, 'tool0')), "
-                                    f"got {type(qty).__name__}")
-        if isinstance(record_every, bool) or not isinstance(record_every, (int, np.integer)) or record_every < 1:
-            raise ArgumentError(f"Simulator: record_every must be a positive integer, got {record_every!r}")
-        if fallback not in (None, "hold_last_torques"):
-            raise ControlkitError(f"Simulator: fallback must be None or 'hold_last_torques', got {fallback!r}")
+        if isinstance(record_every, np.integer):
+            record_every = int(record_every)
+        checked.options(external_force=external_force, record=record, record_every=record_every,
+                        fallback=fallback, evaluation=evaluation)
         self.fallback = fallback
         self._last_tau = np.zeros(mech.ntau)
         self._in_fallback = self._fallback_active = False
         self.mech = mech
         self.dt = float(dt)
         self.equations = EquationSet(kp=kp, kv=kv)
-        if evaluation not in ("plan", "reference"):
-            raise ArgumentError(f"Simulator: evaluation must be 'plan' or 'reference', got {evaluation!r}")
         self.evaluation = self.equations.evaluation = evaluation
         opts = {"rtol": rtol, "atol": atol} if integrator in ("dopri5", "dop853") else {}
         self.integrator = make_integrator(integrator, **opts)
@@ -273,8 +260,17 @@ class Simulator:
         heapq.heappush(self._timers, (t, next(self._timer_seq), action))
 
     def add_source(self, source: EventSource) -> None:
-        """Watch an event source from now on."""
+        """Watch an event source (a :class:`controlkit.events.EventSource`) from now on."""
+        if not isinstance(source, EventSource):
+            raise ArgumentError(f"add_source: expected a controlkit.events.EventSource subclass (guards, handle, ...), "
+                                f"got {type(source).__name__}")
         self.sources.append(source)
+
+    def contacts_of(self, body: str) -> list:
+        """What touches ``body`` (a geometry or body name) now: every event source's contacts with
+        it (:class:`sim.contact.ContactState`: the other body, region, support points (m, world),
+        mode, forces (N) of the last solve); empty when nothing touches it."""
+        return [c for src in self.sources for c in src.contacts_of(body)]
 
     def stop(self) -> None:
         """Ask the loop to stop after the current step."""

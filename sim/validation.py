@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from controlkit.errors import ArgumentError
+from controlkit.errors import ArgumentError, ControlkitError
 
 
 def number(name: str, value, unit: str, *, positive: bool = False, minimum: float | None = None,
@@ -39,3 +39,31 @@ def run_duration(duration, stop_condition: bool = False) -> float:
         raise ArgumentError("run: an infinite duration never ends; give a finite number of seconds, or a stop "
                             "condition (Simulator.run(float('inf'), until=lambda sim: ...))")
     return d
+
+
+def mechanism(mech):
+    """The Mechanism to simulate: ``mech`` itself, or a built model's ``mechanism``."""
+    from controlkit.mechanism import Mechanism
+    if not isinstance(mech, Mechanism) and isinstance(getattr(mech, "mechanism", None), Mechanism):
+        mech = mech.mechanism  # (a built model: its mechanism)
+    if not isinstance(mech, Mechanism):
+        raise ArgumentError(f"Simulator: expected a controlkit Mechanism (e.g. robots.four_bar().mechanism), "
+                            f"got {type(mech).__name__}")
+    return mech
+
+
+def options(*, external_force, record, record_every, fallback, evaluation) -> None:
+    """Check the simulator's non-numeric settings (see :class:`sim.simulator.Simulator`)."""
+    if external_force is not None and not callable(external_force):
+        raise ArgumentError(f"Simulator: external_force must be a function f(t, mech) -> (nv,) generalized force "
+                            f"(N, N m), got {type(external_force).__name__}")
+    for name, qty in dict(record or {}).items():
+        if not callable(getattr(qty, "position", None)):
+            raise ArgumentError(f"Simulator: record[{name!r}] must be a quantity (e.g. FramePoint(mech, 'tool0')), "
+                                f"got {type(qty).__name__}")
+    if isinstance(record_every, bool) or not isinstance(record_every, int) or record_every < 1:
+        raise ArgumentError(f"Simulator: record_every must be a positive integer, got {record_every!r}")
+    if fallback not in (None, "hold_last_torques"):
+        raise ControlkitError(f"Simulator: fallback must be None or 'hold_last_torques', got {fallback!r}")
+    if evaluation not in ("plan", "reference"):
+        raise ArgumentError(f"Simulator: evaluation must be 'plan' or 'reference', got {evaluation!r}")

@@ -267,16 +267,28 @@ def test_cli_integrator_for_a_demo_without_one(capsys):
 
 
 def test_cli_a_text_where_a_number_is_expected(capsys):
-    _one_clear_line(*_cli(capsys, "demo", "friction_block", "--set", "dt=abc", "--quiet"), "dt must be a", "'abc'")
+    _one_clear_line(*_cli(capsys, "demo", "friction_block", "--set", "dt=abc", "--quiet"),
+                    "--set dt='abc': expected a number")
 
 
 def test_cli_a_set_value_the_build_cannot_use(capsys, tmp_path):
     path = _script(tmp_path, """
-        def build(mass_error: float = 0.0):
+        def build(mass_error=None):
             return 1.0 + mass_error
     """)
     _one_clear_line(*_cli(capsys, "run", path, "--set", "mass_error=abc", "--quiet"),
                     "build(mass_error='abc') raised TypeError", "--set")
+
+
+def test_cli_a_set_value_of_the_wrong_type_for_its_default_is_named(capsys, tmp_path):
+    path = _script(tmp_path, """
+        def build(mass_error: float = 0.0, steps: int | None = None):
+            return 1.0 + mass_error
+    """)
+    _one_clear_line(*_cli(capsys, "run", path, "--set", "mass_error=abc", "--quiet"),
+                    "--set mass_error='abc': expected a number (default 0.0)")
+    _one_clear_line(*_cli(capsys, "run", path, "--set", "steps=many", "--quiet"),
+                    "--set steps='many': expected a number or None")
 
 
 @pytest.mark.parametrize("seconds, words", [("-1", ">= 0"), ("inf", "infinite duration")])

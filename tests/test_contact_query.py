@@ -37,6 +37,7 @@ def test_a_box_resting_on_the_ground_touches_it_at_four_corners_carrying_its_wei
     assert [x.geom for x in contacts_of(sim, "box_root")] == ["box"]
     assert [x.geom for x in src.contacts_of("box")] == ["box"]
     assert contacts_of(sim, "no such body") == []
+    assert [x.geom for x in sim.contacts_of("box")] == ["box"]  # the simulator's own query, for controllers
 
 
 def test_a_sliding_box_meets_kinetic_friction_against_its_motion():
