@@ -184,7 +184,10 @@ def lstsq_kernel(Mi, S, G, bias, Ea, Ew, eb, Ca, Cw, cw, cb, rank_tol, residual_
     Ew (me, nw), eb (me,); costs Ca (mc, nv), Cw (mc, nw), weights cw (mc,), cb (mc,).
 
     Returns (ok, x = [a | tau | lam] (nv + nw,), the null space left (nw, free), ``P N`` before the
-    default (nv, n0), max |P|, whether the costs chose a direction)."""
+    default (nv, n0), max |P|, whether the costs chose a direction).
+
+    One function on purpose: it is the single compiled call per evaluation, and its stages share
+    work arrays that a split would pass through numba's call boundary."""
     nv = Mi.shape[0]
     nt = S.shape[0]
     nw = nt + G.shape[0]

@@ -176,6 +176,35 @@ class StanceGains:
     wrench_weights: tuple = (1.0, 1.0, 1.0, 50.0, 50.0, 50.0)  # per N, N, N, N m, N m, N m
 
 
+def _stance_equations(cm, planted: list, torso: str, path: Path, g: StanceGains, torque_limit: float,
+                      ref: dict) -> EquationSet:
+    """The stance servo's statements on the controller's model ``cm``: each planted foot's wrench
+    shared by load, the torso's path and uprightness, the posture pull to ``ref["a"]`` (updated
+    each tick) as costs, and the torque bounds (N m)."""
+    eqs = EquationSet(kp=0.0, kv=0.0, critical_forms=False)  # feet: no acceleration, no pull-back
+    weight = float(np.sum([i.mass for i in cm.model.inertias])) * float(-cm.model.gravity.linear[2])
+    for c in planted:
+        c.nominal_load = weight / len(planted)
+        eqs.add_regularization(f"{c.name} wrench", c.sole_wrench(cm), c.share_weights(g.wrench_weights))
+    p, o = FramePoint(cm, torso), FrameOrientation(cm, torso)
+    R0 = o.position(cm)
+
+    def torso_ref(t):
+        pd, vd, ad = path(t)
+        return ad + g.torso_kd * vd + g.torso_kp * pd
+
+    eqs.add_cost("torso path", acc(p) + g.torso_kd * vel(p) + g.torso_kp * pos(p) - TimeFunction(torso_ref, "torso path"),
+                 g.torso_weight)
+    eqs.add_cost("torso upright", acc(o) + g.orientation_kd * vel(o) + g.orientation_kp * orientation_error(o, R0),
+                 g.orientation_weight)
+    joints = JointAccelerations(cm)  # every joint but the free flyer
+    eqs.add_cost("posture", joints - TimeFunction(lambda t: ref["a"][joints.v_index], "posture"), g.posture_weight)
+    tau = ControlTorques(cm)
+    eqs.add_inequality("torque limit", tau <= torque_limit)
+    eqs.add_inequality("torque limit (negative)", tau >= -torque_limit)
+    return eqs
+
+
 def whole_body_stance(model_mech, feet: Sequence[dict], torso: str, path: Path, *, torque_limit: float = 300.0,
                       gains: StanceGains | None = None, posture: np.ndarray | None = None):
     """A control program: both feet planted, the torso's origin follows ``path``, held upright.
@@ -203,30 +232,10 @@ def whole_body_stance(model_mech, feet: Sequence[dict], torso: str, path: Path, 
                             f["sole_depth"], f["mu"])
             c.bind(cm)
             cm.constraints[c.name] = c
-        eqs = EquationSet(kp=0.0, kv=0.0, critical_forms=False)  # feet: no acceleration, no pull-back
         planted = [c for c in cm.constraints.values() if isinstance(c, FootContact)]
-        weight = float(np.sum([i.mass for i in cm.model.inertias])) * float(-cm.model.gravity.linear[2])
-        for c in planted:
-            c.nominal_load = weight / len(planted)
-            eqs.add_regularization(f"{c.name} wrench", c.sole_wrench(cm), c.share_weights(g.wrench_weights))
-        p, o = FramePoint(cm, torso), FrameOrientation(cm, torso)
-        R0 = o.position(cm)
-
-        def torso_ref(t):
-            pd, vd, ad = path(t)
-            return ad + g.torso_kd * vd + g.torso_kp * pd
-
-        eqs.add_cost("torso path", acc(p) + g.torso_kd * vel(p) + g.torso_kp * pos(p) - TimeFunction(torso_ref, "torso path"),
-                     g.torso_weight)
-        eqs.add_cost("torso upright", acc(o) + g.orientation_kd * vel(o) + g.orientation_kp * orientation_error(o, R0),
-                     g.orientation_weight)
         ref = {"a": np.zeros(cm.nv)}
+        eqs = _stance_equations(cm, planted, torso, path, g, torque_limit, ref)
         model = cm.model
-        joints = JointAccelerations(cm)  # every joint but the free flyer
-        eqs.add_cost("posture", joints - TimeFunction(lambda t: ref["a"][joints.v_index], "posture"), g.posture_weight)
-        tau = ControlTorques(cm)
-        eqs.add_inequality("torque limit", tau <= torque_limit)
-        eqs.add_inequality("torque limit (negative)", tau >= -torque_limit)
         out = ControlTorques(ctl.mech)
         while True:
             q, v = ctl.q, ctl.v
