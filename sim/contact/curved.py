@@ -35,6 +35,8 @@ from .rows import _rolling_rows
 SIDE_SIN = 1e-3
 #: how many points on each cap's rim: the support of a standing cylinder, the spares of the others
 RIM_POINTS = 12
+#: dimensionless: a box-offset component below this fraction of the offset is the search's round-off
+SNAP = 1e-6
 #: ternary-search steps for the axis point nearest to a box (interval shrinks by (2/3)^steps)
 NEAREST_STEPS = 80
 
@@ -71,9 +73,16 @@ def cylinder_normal(cyl: coal.Cylinder, Ma: pin.SE3, sb, Mb: pin.SE3) -> np.ndar
             hi = m2
         else:
             lo = m1
-    d = _box_offset(sb, Mb, c + 0.5 * (lo + hi) * a)
+    x = c + 0.5 * (lo + hi) * a
+    loc = Mb.rotation.T @ (x - Mb.translation)
+    d = loc - np.clip(loc, -np.asarray(sb.halfSide), np.asarray(sb.halfSide))
     nd = float(np.linalg.norm(d))
-    return None if nd == 0.0 else d / nd
+    if nd == 0.0:
+        return None
+    # (over a face parallel to the axis the distance is flat along it: the search may end a hair
+    # past the face's end, a component of order its resolution, which is the face's normal's)
+    d[np.abs(d) <= SNAP * nd] = 0.0
+    return Mb.rotation @ (d / np.linalg.norm(d))
 
 
 def classify(a: np.ndarray, n: np.ndarray) -> str:
