@@ -1,4 +1,4 @@
-"""The hand design study (thesis Fig. 1.1, 7.2): a 3- or 4-fingered hand grasps a box or a sphere.
+"""The hand design study (thesis Fig. 1.1, 7.2): a 3- or 4-fingered hand grasps a box, a cylinder or a sphere.
 
 Each grasp is the coroutine of :mod:`controllers.grasp` (approach, close until a contact event
 on each fingertip, squeeze with 1.5 N per fingertip, lift 8 cm) on :func:`robots.hand.hand`
@@ -23,9 +23,9 @@ object moved in the palm's frame during the lift), internal force (N: the finger
 forces summed at the end of the squeeze; they cancel pairwise, what squeezes the object),
 peak finger joint torque (N m, from the squeeze on).
 
-The cylinder is built (``robots.hand.hand(obj="cylinder")``) but left out of the study while
-:mod:`sim.contact` makes contact hinges on boxes and spheres only: it would fall through the
-table. ``contact_handles`` asks the contact module, so it joins the study when contact does.
+The cylinder stands on its cap (rim points on the table) and the fingertips close on its side
+(line or point contacts on the side: :mod:`sim.contact.curved`). ``contact_handles`` asks the
+contact module which objects it makes contact hinges on; the study runs those.
 """
 from __future__ import annotations
 
@@ -72,8 +72,8 @@ class _TipForces:
 
 
 def contact_handles(obj: str) -> bool:
-    """Whether :mod:`sim.contact` makes contact hinges on this object's geometry (it watches
-    boxes and spheres; a cylinder it does not see would fall through the table)."""
+    """Whether :mod:`sim.contact` makes contact hinges on this object's geometry (boxes, cylinders
+    and spheres on the phalanges' boxes and the table's half-space)."""
     import coal
 
     from sim import contact

@@ -170,9 +170,9 @@ def test_an_impact_only_pair_is_a_model_error_at_enable_contacts():
     gm = b.mechanism.collision_model
     joint = b.mechanism.model.getJointId("ball_root")
     gm.addGeometryObject(pin.GeometryObject("rod", joint, 0, pin.SE3(np.eye(3), np.array([0, 0, 0.3])),
-                                            coal.Cylinder(0.02, 0.2)))
+                                            coal.Capsule(0.02, 0.2)))
     sim = Simulator(b.mechanism, b.q0, b.v0, dt=1e-3)
-    with pytest.raises(ModelError, match="ground/rod \\(Halfspace/Cylinder\\)"):
+    with pytest.raises(ModelError, match="ground/rod \\(Halfspace/Capsule\\)"):
         enable_contacts(sim, pairs=[("ball", "ground"), ("rod", "ground")])
 
 

@@ -13,6 +13,7 @@ import numpy as np
 import pinocchio as pin
 
 from ..collision import CollisionWorld
+from . import curved
 from .bodies import _Body
 from .rows import _closest_on_lines
 
@@ -150,7 +151,7 @@ def _box_vertices(box: coal.Box) -> np.ndarray:
 class _Geometry:
     """Builds support points from coal's contact patches for the world's pairs."""
 
-    SUPPORTED_A = (coal.Box, coal.Sphere)
+    SUPPORTED_A = (coal.Box, coal.Sphere, coal.Cylinder)
     SUPPORTED_B = (coal.Box, coal.Halfspace)
 
     def __init__(self, world: CollisionWorld, touch_distance: float):
@@ -197,6 +198,8 @@ class _Geometry:
         patch = pres.getContactPatch(0)
         n = -np.asarray(patch.getNormal(), dtype=float)  # coal: from shape 1 (A) to shape 2 (B)
         pts = [np.asarray(patch.getPoint(k), dtype=float) for k in range(patch.size())]
+        if isinstance(sa, coal.Cylinder):
+            return self._cylinder(pair, ia, ib, sa, sb, Ma, Mb, n, pts)
         if isinstance(sa, coal.Sphere) and isinstance(sb, coal.Box):
             exact = _ball_on_box_normal(Ma.translation, sb, Mb)
             if exact is not None:  # (a centre inside the box keeps the face's normal)
@@ -220,6 +223,32 @@ class _Geometry:
         point = SupportPoint(Ja.actInv(Ma.translation), Jb.actInv(Mb.translation), ra, radius_b=rb)
         return _PairContact(pair, (self.objs[ia].name, self.objs[ib].name), (ja, jb), Jb.rotation.T @ (d / L),
                             [point], Region.POINT, balls=True)
+
+    def _cylinder(self, pair, ia, ib, sa, sb, Ma, Mb, n_coal, pts) -> _PairContact:
+        """A cylinder A on a box or a half-space B (:mod:`sim.contact.curved`): its side's axis points
+        with the radius, its cap's rim points, or its rim's lowest point, on B's surface along the
+        exact normal."""
+        n = curved.cylinder_normal(sa, Ma, sb, Mb)
+        if n is None:  # (the axis inside the box: coal's normal, snapped to B's nearest face)
+            n = self._snap_normal(n_coal, sa, Ma, sb, Mb)[0]
+        objs = self.objs
+        ja, jb = objs[ia].parentJoint, objs[ib].parentJoint
+        data = self.world.data
+        Ja = data.oMi[ja] if ja else pin.SE3.Identity()
+        Jb = data.oMi[jb] if jb else pin.SE3.Identity()
+        # (a box's support plane along n: through its nearest face, edge or corner)
+        plane_b = self._plane_point(sb, Mb, n) if not isinstance(sb, coal.Box) else \
+            Mb.translation + n * float(np.abs(Mb.rotation.T @ n) @ np.asarray(sb.halfSide))
+        box = isinstance(sb, coal.Box) and (sb, Mb)
+        kind, touch, rims = curved.cylinder_points(sa, Ma, n, plane_b, pts, NEAR_FACTOR * self.touch_distance,
+                                                   lambda x: _inside(box, x, self.touch_distance))
+        points = [SupportPoint(Ja.actInv(x), Jb.actInv(x - n * (n @ (x - plane_b))), r) for x, r in touch]
+        spare = [SupportPoint(Ja.actInv(x), Jb.actInv(plane_b)) for x in rims
+                 if all(np.linalg.norm(x - y) > POINT_TOL for y, _ in touch)]
+        region = Region.of_count(len(points), Region.FACE)
+        face_b = self._face(sb, Mb, Jb, n) if box else None
+        return _PairContact(pair, (objs[ia].name, objs[ib].name), (ja, jb), Jb.rotation.T @ n, points, region,
+                            spare, (face_b, None))
 
     def _snap_normal(self, n, sa, Ma, sb, Mb):
         """Use the exact face normal of the box whose face is in contact (B's, or A's with roles swapped)."""

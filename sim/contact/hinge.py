@@ -11,6 +11,7 @@ from controlkit.constraints import Constraint
 from controlkit.vec3 import cross
 
 from .bodies import _bodies, _Body, _sides
+from .curved import line_rolling_block
 from .friction import FrictionLaw
 from .geometry import Region, SupportPoint, _coincides, _Face, _PairContact, _region, _same_key, _tangents
 from .rows import _ball_centres, _ball_rows, _edge_rows, _gap_rows, _rolling_rows, _rows_on_world
@@ -314,8 +315,8 @@ class ContactHinge(Constraint):
         return tuple(out)
 
     def _stick_block(self, A: _Body, B: _Body, n: np.ndarray, k: int):
-        if self._rolls:
-            return self._rolling_block(A, B, n)
+        if self._rolls:  # (a ball's point, or a cylinder's side: its line, sec. sim.contact.curved)
+            return self._rolling_block(A, B, n) if len(self.points) == 1 else line_rolling_block(self, A, B, n, k)
         ra = A.R.dot(self._anchor_a)
         t = self._tangents_b.dot(B.R.T)  # (2, 3)
         # velocity-level rows (no position term): rows of two sticking bodies that are redundant

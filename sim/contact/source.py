@@ -522,7 +522,7 @@ def enable_contacts(sim, friction=None, restitution=0.0, pairs: Sequence[tuple[s
         names = ", ".join(f"{a}/{b} ({type(objs[ia].geometry).__name__}/{type(objs[ib].geometry).__name__})"
                           for k in unsupported for (a, b), (ia, ib) in [(world.names[k], world.pair_indices[k])])
         raise ModelError(f"enable_contacts: no continuous contact model for the pairs {names}: contacts hold "
-                         f"boxes and balls on boxes and half-spaces, and balls on balls; leave those pairs out "
+                         f"boxes, balls and cylinders on boxes and half-spaces, and balls on balls; leave those pairs out "
                          f"(pairs=, filter=) or watch them with impacts alone (sim.enable_impacts)")
     sim.add_source(src)
     sim.control_phase.append(src.after_step)
