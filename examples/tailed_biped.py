@@ -12,12 +12,13 @@ the hinges braked through the impact (``Study(braked=True)``: the robot struck a
 c spans [-0.73, 0.98] and both curves exist.
 
 The demo (``controlkit demo tailed_biped``, 10 s) makes the robot bound on foot 1 and its tail:
-each period a PD pulse swings the tail tip up against the ground, throwing the body nose-up about
-it so the foot leaves the ground, then holds the tail at T(hip) while the body falls back and the
-foot strikes with the tail down. The hips (PD, hip 2 tucked TUCK ahead of hip 1) track the root of
-c = 0 at the present pitch and tail angle, so every strike happens on the design set up to their
-tracking error. Coulomb friction (mu 0.8) at feet and tail, plastic impacts (e = 0) by the
-propagative law. :func:`strike_report` gives each strike's c, outcome count and outcome spread.
+each period a PD pulse swings the tail tip up off the ground and back down, and it strikes while the
+foot rests; the strike propagates into the foot, which leaves the ground and strikes again while the
+tail rests. The hips are held (PD), so the four-bar formed with foot and tail down is not fought and
+a contact that lands stays down: every impact has one approaching contact and the other resting,
+which alone makes its outcome unique for any c (:func:`sim.impact_outcomes.strike_case`). Coulomb
+friction (mu 0.8) at feet and tail, plastic impacts (e = 0) by the propagative law.
+:func:`strike_report` gives each impact's striking contact, c, case and enumerated outcome count.
 
     python examples/tailed_biped.py [--map out/tailed_biped_map.png]   (also writes ..._braked.png)
 """
