@@ -12,12 +12,13 @@ the hinges braked through the impact (``Study(braked=True)``: the robot struck a
 c spans [-0.73, 0.98] and both curves exist.
 
 The demo (``controlkit demo tailed_biped``, 10 s) makes the robot bound on foot 1 and its tail:
-each period a PD pulse swings the tail tip up against the ground, throwing the body nose-up about
-it so the foot leaves the ground, then holds the tail at T(hip) while the body falls back and the
-foot strikes with the tail down. The hips (PD, hip 2 tucked TUCK ahead of hip 1) track the root of
-c = 0 at the present pitch and tail angle, so every strike happens on the design set up to their
-tracking error. Coulomb friction (mu 0.8) at feet and tail, plastic impacts (e = 0) by the
-propagative law. :func:`strike_report` gives each strike's c, outcome count and outcome spread.
+each period a PD pulse swings the tail tip up off the ground and back down, and it strikes while the
+foot rests; the strike propagates into the foot, which leaves the ground and strikes again while the
+tail rests. The hips are held (PD), so the four-bar formed with foot and tail down is not fought and
+a contact that lands stays down: every impact has one approaching contact and the other resting,
+which alone makes its outcome unique for any c (:func:`sim.impact_outcomes.strike_case`). Coulomb
+friction (mu 0.8) at feet and tail, plastic impacts (e = 0) by the propagative law.
+:func:`strike_report` gives each impact's striking contact, c, case and enumerated outcome count.
 
     python examples/tailed_biped.py [--map out/tailed_biped_map.png]   (also writes ..._braked.png)
 """
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +37,8 @@ from scipy.optimize import brentq
 from controlkit.quantities import ControlTorques
 from robots.tailed_biped import FRICTION, stance_pose, tailed_biped
 from sim.contact import enable_contacts
-from sim.impact_outcomes import impact_outcomes, uniqueness
+from sim.impact import resolve_impact
+from sim.impact_outcomes import impact_outcomes, strike_case, uniqueness
 from sim.runner import Scenario
 from sim.simulator import Simulator
 
@@ -162,15 +165,19 @@ def build(hip: float = 0.0, lift: float = -0.35, period: float = 1.0, pulse: flo
           dt: float = 1e-3, integrator: str = "rk4") -> Scenario:
     """The robot on foot 1 and its tail, bounding in place: the tail lifts the body, the foot strikes again.
 
+    The hips are held (PD) at fixed angles, so whenever both foot 1 and the tail tip are down the
+    leg, body and tail form a four-bar the hips do not fight: a contact that lands stays down, and
+    the other one rests while it does. Every impact then has one approaching contact and the other
+    resting (:func:`sim.impact_outcomes.strike_case`): one minimal reset sequence, one outcome.
+
     Args:
-        hip: hip 1's angle (rad), held by its PD; the tail's resting angle is T(hip) (Theorem 2's curve).
+        hip: hip 1's angle (rad), held by its PD (hip 2 at hip + TUCK); the tail's resting angle is T(hip).
         lift: the tail's extra angle at the top of its pulse (rad); period: one bound (s); pulse: the tail
             pulse's duration (s).
         restitution: e of the foot and tail impacts (the propagative law); dt: step (s).
     """
     study = Study()
     rest = unique_tail_angle(hip, study)
-    H = design_curve(study)
     mech = tailed_biped()
     q0 = stance_pose(hip, rest, hip + TUCK)
     sim = Simulator(mech, q0, np.zeros(mech.nv), dt=dt, integrator=integrator)
@@ -179,72 +186,68 @@ def build(hip: float = 0.0, lift: float = -0.35, period: float = 1.0, pulse: flo
     iv = [mech.model.joints[j].idx_v for j in joints]
     kp = np.array([g[0] for g in GAINS.values()])
     kd = np.array([g[1] for g in GAINS.values()])
-    ih = iq[:2]
-    last = {"t": sim.t, "h": hip}
-
-    def zero_c_hip(q) -> float:
-        """The hip 1 angle (rad) that puts c = 0 at the current pitch and tail angle (hip 2 at it + TUCK)."""
-        def c_of(h):
-            qq = q.copy()
-            qq[ih[0]], qq[ih[1]] = h, h + TUCK
-            M, J = study.problem(qq)
-            return float(uniqueness(M, J).inner_products[0, 1])
-        h0 = float(H(q[iq[2]]))
-        for w in (0.1, 0.3, 0.8):
-            a, b = h0 - w, h0 + w
-            if c_of(a) * c_of(b) < 0:
-                return brentq(c_of, a, b, xtol=1e-10)
-        return h0
 
     def pd(s):
-        # the tail follows its schedule; the hips follow the root of c = 0 at the present pitch and tail
-        # angle (Theorem 2's condition at this configuration), so whenever the foot strikes, the strike is
-        # on the design set up to the hips' tracking error
-        h = zero_c_hip(s.q)
-        dt_ = s.t - last["t"]
-        h_rate = (h - last["h"]) / dt_ if dt_ > 0 else 0.0
-        last["t"], last["h"] = s.t, h
-        target = np.array([h, h + TUCK, tail_schedule(s.t, rest, lift, period, pulse)])
-        rate = np.array([h_rate, h_rate, 0.0])
-        s.equations.assign("hip and tail PD", ControlTorques(s.mech), kp * (target - s.q[iq]) + kd * (rate - s.v[iv]))
+        target = np.array([hip, hip + TUCK, tail_schedule(s.t, rest, lift, period, pulse)])
+        s.equations.assign("hip and tail PD", ControlTorques(s.mech), kp * (target - s.q[iq]) - kd * s.v[iv])
     pd(sim)  # torques assigned before the contacts are made: the hinges are then plain (forward dynamics)
     sim.control_phase.append(pd)
     contacts = enable_contacts(sim, friction=(FRICTION, FRICTION), restitution=restitution, law="propagative",
                                pairs=[("foot_1", "ground"), ("foot_2", "ground"), ("tail_tip", "ground")])
 
     def summary(rec):
-        rep = strike_report(rec, study)
-        return (f"{len(rep)} foot strikes with the tail down: largest |c| {max((abs(r[1]) for r in rep), default=0):.2e}"
-                f" (Theorem 2: 0), largest outcome spread {max((r[3] for r in rep), default=0):.2e} of |v|; "
+        rep = strike_report(rec, study, restitution)
+        cases = {r.case for r in rep}
+        return (f"{len(rep)} impacts, outcomes per impact {sorted({r.outcomes for r in rep})}, cases {sorted(cases)}, "
+                f"c in [{min((r.c for r in rep), default=0):.4f}, {max((r.c for r in rep), default=0):.4f}]; "
                 f"rest tail angle T({hip:.3f}) = {rest:.4f} rad")
 
     return Scenario("tailed_biped", "tailed biped bounding on foot and tail (seed 001 Fig. 1)", sim, 10.0,
                     model={"factory": "robots.tailed_biped:tailed_biped", "kwargs": {}}, summary=summary,
-                    info={"contacts": contacts, "rest_tail": rest, "study": study})
+                    info={"contacts": contacts, "rest_tail": rest, "study": study, "restitution": restitution})
 
 
-def strike_report(rec, study: Study | None = None) -> list[tuple[float, float, int, float]]:
-    """Per impact of foot 1 (the tail tip touching or striking too): (time s, c at the strike's
-    configuration, number of distinct outcomes for the impact's own pre-impact velocity, their spread).
+@dataclass
+class Strike:
+    """One impact of the bounding gait, seen with both contacts (foot 1, tail tip).
 
-    The spread is the largest kinetic-norm distance between two outcomes over the norm of the
-    pre-impact velocity (0 when unique; O(|c|) near Theorem 2's curve)."""
+    Attributes:
+        time: s. striking: the approaching contacts' names. c: the normals' kinetic-metric inner
+        product at the impact. normal_velocities: (foot 1, tail tip) before the impact, m/s.
+        case: :func:`sim.impact_outcomes.strike_case`'s case. outcomes: distinct outcomes of the
+        propagative law (every minimal sequence, ``resolve_impact(outcomes="all")``). longest: the
+        longest minimal sequence.
+    """
+
+    time: float
+    striking: tuple[str, ...]
+    c: float
+    normal_velocities: tuple[float, float]
+    case: str
+    outcomes: int
+    longest: int
+
+
+def strike_report(rec, study: Study | None = None, restitution: float = 0.0) -> list[Strike]:
+    """Every impact of foot 1 or the tail tip: the enumerated outcomes of the propagative law for the
+    impact's own pre-impact velocity, with both contacts (foot 1 and the tail tip) in the contact set,
+    and the reason (:func:`sim.impact_outcomes.strike_case`)."""
     study = study or Study()
+    names = ("foot_1", "tail_tip")
     out = []
     for ev in rec.events_of("impact"):
-        pairs = [tuple(p) for p in ev.data.get("pairs", [])]
-        if ("foot_1", "ground") not in pairs and ("ground", "foot_1") not in pairs:
+        pairs = {g for p in ev.data.get("pairs", []) for g in p}
+        if not pairs & set(names):
             continue
         i = int(np.searchsorted(rec.t, ev.time))
         q = rec.q[min(i, len(rec.t) - 1)]
-        M, J = study.problem(q)  # foot 1 and the tail tip at the strike's configuration
-        c = float(uniqueness(M, J).inner_products[0, 1])
+        M, J = study.problem(q)  # foot 1 and the tail tip at the impact's configuration
         v = np.asarray(ev.data["v_before"])
-        outs = impact_outcomes(M, J, v).outcomes
-        norm = math.sqrt(max(float(v @ M @ v), 1e-300))
-        spread = max((math.sqrt(max(float((a.v - b.v) @ M @ (a.v - b.v)), 0.0)) / norm
-                      for a in outs for b in outs), default=0.0)
-        out.append((ev.time, c, len(outs), spread))
+        u = J @ v
+        res = resolve_impact(M, J, v, restitution, outcomes="all")
+        case = strike_case(M, J, v, restitution)
+        out.append(Strike(ev.time, tuple(names[k] for k in case.approaching), float(res.uniqueness.inner_products[0, 1]),
+                          (float(u[0]), float(u[1])), case.case, len(res), res.longest))
     return out
 
 

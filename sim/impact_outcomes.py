@@ -34,6 +34,13 @@ tiling argument are about reflections (e = 1): with ``e < 1`` a reset is no refl
 elastic contacts. Theorem 2 holds for any restitution (resets across orthogonal normals
 commute). For n contacts, pairwise orthogonal normals give one outcome in any order (the
 corollary of Theorem 2); otherwise the enumeration decides.
+
+:func:`strike_case` looks at the momentum too: when exactly one contact is infeasible
+(``<p, u_a>_g < 0``) and every other one is feasible (``<p, u_j>_g >= 0``: resting or separating),
+the first reset is forced. If it leaves every other contact feasible (for a resting contact j:
+``c_aj >= 0``) the minimal sequence is that one reset; with two contacts every later reset is forced
+as well (the contact just reset is feasible, ``<p+, u>_g = -e <p, u>_g >= 0``, so at most one is
+infeasible at a time). Either way there is one minimal sequence and one outcome, whatever c.
 """
 from __future__ import annotations
 
@@ -47,8 +54,8 @@ from controlkit.errors import ControlkitError
 
 from .impact import ImpactError
 
-__all__ = ["Outcome", "OutcomeSet", "UniquenessReport", "impact_outcomes", "sample_outcomes", "uniqueness",
-           "reset_bound"]
+__all__ = ["Outcome", "OutcomeSet", "UniquenessReport", "StrikeCase", "impact_outcomes", "sample_outcomes",
+           "uniqueness", "reset_bound", "strike_case"]
 
 _ORTHOGONAL = 1e-9  # |c| below this counts as orthogonal (Theorem 2)
 
@@ -197,6 +204,56 @@ def uniqueness(M: np.ndarray, J: np.ndarray, *, tolerance: float = 1e-9,
     text = (f"{k} contacts: {n2} orthogonal pairs (Theorem 2), {n3} pairs at c = -1/2 (Theorem 3 when elastic), "
             f"{len(pairs) - n2 - n3} other pairs; no theorem covers the whole set: enumerate the outcomes")
     return UniquenessReport(C, "none", False, None, None, text)
+
+
+ONE_SEPARATING = "one approaching contact, the others separating after its reset"
+ONE_FORCED = "one approaching contact, two contacts: every reset forced"
+
+
+@dataclass
+class StrikeCase:
+    """Which contacts a momentum strikes and whether that alone makes the outcome unique.
+
+    Attributes:
+        approaching: indices of the infeasible contacts (``J_i v < -velocity_tolerance``).
+        case: :data:`ONE_SEPARATING`, :data:`ONE_FORCED`, ``"no approaching contact"`` or
+            ``"several approaching contacts"`` (then :func:`uniqueness`'s theorems decide).
+        unique: True when the case guarantees one minimal sequence (one outcome).
+        normal_velocities_after_first: ``J v`` (m/s, (k,)) after the first reset (single striker), else None.
+    """
+
+    approaching: tuple[int, ...]
+    case: str
+    unique: bool
+    normal_velocities_after_first: np.ndarray | None = None
+
+
+def strike_case(M: np.ndarray, J: np.ndarray, v: np.ndarray, restitution: np.ndarray | float = 1.0, *,
+                velocity_tolerance: float = 1e-9) -> StrikeCase:
+    """The strike's case by its pre-impact momentum: one approaching contact has one outcome.
+
+    Args:
+        M: mass matrix (nv, nv); J: contact normal rows (k, nv) (``J v`` > 0 separating, m/s);
+        v: pre-impact velocity (nv,); restitution: e per contact (k,) or one e.
+        velocity_tolerance: a contact approaches when ``J_i v < -velocity_tolerance`` (m/s), as in
+            :func:`impact_outcomes`.
+    """
+    v = np.asarray(v, dtype=float)
+    J = np.atleast_2d(np.asarray(J, dtype=float)).reshape(-1, v.size)
+    k = len(J)
+    e = np.broadcast_to(np.asarray(restitution, dtype=float), (k,))
+    u = J @ v
+    hit = tuple(np.flatnonzero(u < -velocity_tolerance).tolist())
+    if not hit:
+        return StrikeCase(hit, "no approaching contact", True)
+    if len(hit) > 1:
+        return StrikeCase(hit, "several approaching contacts", False)
+    a = hit[0]
+    _, A = _metric(np.asarray(M, dtype=float), J)
+    u1 = u + A[:, a] * (-(1.0 + e[a]) * u[a] / A[a, a])
+    if np.all(np.delete(u1, a) >= -velocity_tolerance):
+        return StrikeCase(hit, ONE_SEPARATING, True, u1)
+    return StrikeCase(hit, ONE_FORCED if k == 2 else "several approaching contacts", k == 2, u1)
 
 
 def _key(lam: np.ndarray, scale: float, digits: int = 9) -> bytes:

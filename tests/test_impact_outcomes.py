@@ -262,3 +262,44 @@ def test_outcome_enumeration_errors():
         resolve_impact(M, J, np.array([-1.0, 0.0]), 1.0, law="simultaneous", outcomes="all")
     with pytest.raises(ControlkitError, match="collinear"):
         reset_bound(1.0)
+
+
+@pytest.mark.parametrize("c", [0.3, 0.05, -0.05, -0.3, -0.5])
+@pytest.mark.parametrize("e", [1.0, 0.0])
+def test_one_approaching_contact_with_the_other_resting_has_one_outcome_for_any_c(c, e):
+    """One contact infeasible, the other resting (<p, u_b>_g = 0): the first reset is forced; for c >= 0 it
+    leaves the resting contact separating (one reset, no impulse on it), for c < 0 it makes it infeasible and
+    every later reset is forced too (the contact just reset is feasible). One outcome either way."""
+    from sim.impact_outcomes import ONE_FORCED, ONE_SEPARATING, strike_case
+    rng = np.random.default_rng(3)
+    M = random_spd(rng, 4)
+    J = two_normals(c, M)
+    for _ in range(20):
+        v = np.linalg.lstsq(J, [-rng.uniform(0.1, 1.0), 0.0], rcond=None)[0]
+        v += (np.eye(4) - np.linalg.pinv(J) @ J) @ rng.normal(size=4)  # any tangential part
+        out = resolve_impact(M, J, v, e, outcomes="all")
+        case = strike_case(M, J, v, e)
+        assert len(out) == 1 and case.unique and case.approaching == (0,)
+        o = out.outcomes[0]
+        if c > 0:
+            assert case.case == ONE_SEPARATING and o.sequence == (0,) and o.impulses[1] == 0.0
+            assert (J @ o.v)[1] > 0  # the resting contact leaves
+        else:
+            assert case.case == ONE_FORCED and len(o.sequence) >= 2 and o.impulses[1] > 0
+        assert np.all(J @ o.v >= -1e-9)
+
+
+def test_a_resting_contact_approaching_at_a_micrometre_per_second_splits_the_outcome():
+    """The single-striker case needs the resting contact's <p, u_b>_g >= 0 exactly (to the enumerator's
+    1e-9 m/s): at -1e-6 m/s both contacts are infeasible, both orders are minimal, and with c = 0.3 they end
+    1e-6-close but apart (two outcomes); the case then defers to the theorems (none applies)."""
+    from sim.impact_outcomes import strike_case
+    M = np.eye(2)
+    J = two_normals(0.3, M)
+    v = np.linalg.solve(J, [-0.5, -1e-6])
+    out = resolve_impact(M, J, v, 1.0, outcomes="all")
+    assert len(out) == 2
+    dv = out.outcomes[0].v - out.outcomes[1].v
+    assert 1e-7 < math.sqrt(dv @ M @ dv) < 1e-5
+    case = strike_case(M, J, v, 1.0)
+    assert case.case == "several approaching contacts" and not case.unique and case.approaching == (0, 1)
