@@ -34,7 +34,7 @@ import pinocchio as pin
 from scipy.interpolate import CubicSpline
 from scipy.optimize import brentq
 
-from controlkit.quantities import ControlTorques
+from controlkit.quantities import ControlTorques, FramePoint, JointAngle
 from robots.tailed_biped import FRICTION, stance_pose, tailed_biped
 from sim.contact import enable_contacts
 from sim.impact import resolve_impact
@@ -180,7 +180,12 @@ def build(hip: float = 0.0, lift: float = -0.35, period: float = 1.0, pulse: flo
     rest = unique_tail_angle(hip, study)
     mech = tailed_biped()
     q0 = stance_pose(hip, rest, hip + TUCK)
-    sim = Simulator(mech, q0, np.zeros(mech.nv), dt=dt, integrator=integrator)
+    record = {"body": FramePoint(mech, "body"), "foot 1": FramePoint(mech, "foot_1"),
+              "tail tip": FramePoint(mech, "tail_tip"), "pitch": JointAngle(mech, "pitch"),
+              "hip 1": JointAngle(mech, "hip_1"), "tail angle": JointAngle(mech, "tail_joint")}
+    sim = Simulator(mech, q0, np.zeros(mech.nv), dt=dt, integrator=integrator, record=record)
+    for name in record:
+        sim.recording.set_unit(name, "m" if name in ("body", "foot 1", "tail tip") else "rad")
     joints = [mech.model.getJointId(n) for n in GAINS]
     iq = [mech.model.joints[j].idx_q for j in joints]
     iv = [mech.model.joints[j].idx_v for j in joints]
@@ -204,6 +209,8 @@ def build(hip: float = 0.0, lift: float = -0.35, period: float = 1.0, pulse: flo
 
     return Scenario("tailed_biped", "tailed biped bounding on foot and tail (seed 001 Fig. 1)", sim, 10.0,
                     model={"factory": "robots.tailed_biped:tailed_biped", "kwargs": {}}, summary=summary,
+                    panels=[("body", 2, "body height"), ("foot 1", 2, "foot 1 height"), ("tail tip", 2, "tail tip height"),
+                            ("pitch", 0, "body pitch"), ("hip 1", 0, "hip 1"), ("tail angle", 0, "tail angle")],
                     info={"contacts": contacts, "rest_tail": rest, "study": study, "restitution": restitution})
 
 

@@ -163,6 +163,9 @@ def run_scenario(scn: Scenario, *, seconds: float | None = None, out: str | Path
         written.append(export_html(sim.mech, rec, Path(html), title=scn.description, **scn.html))
     if plot and scn.panels:
         written.append(plot_quantities(rec, scn.panels, Path(plot), title=scn.description, events=True))
+    elif plot:
+        print(f"note: scenario {scn.name!r} declares no plot panels (Scenario(panels=...)); no plot written",
+              file=sys.stderr)
     if not quiet:
         print(format_statistics(run_statistics(rec)))
         for e in rec.events_of("undetermined"):

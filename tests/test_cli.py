@@ -106,6 +106,8 @@ def test_set_passes_options_to_build_and_names_the_valid_ones(tmp_path):
         "    return Scenario('opts', 'four-bar', sim, 0.1, summary=lambda r: f'{what} samples {len(r)}')\n")
     p = run("run", str(script), "--set", "dt=1e-2", "--set", "label=tuned", "--set", "damped=True")
     assert "tuned float True samples 11" in p.stdout  # 0.1 s at 10 ms
+    p = run("run", str(script), "--plot", str(tmp_path / "opts.png"))
+    assert "declares no plot panels" in p.stderr and not (tmp_path / "opts.png").exists()  # said, not silent
     bad = run("run", str(script), "--set", "gain=2", check=False)
     assert bad.returncode == 1 and "--set gain: not an option" in bad.stderr
     assert "integrator, dt, label, damped" in bad.stderr
