@@ -189,3 +189,20 @@ def test_boxes_dropped_side_by_side_land_and_lie_still():
     assert len([e for e in rec.events if e.time > 0.5]) / 0.5 < 20
     assert [e.kind for e in rec.events].count("contact_made") == 8
     assert np.abs(rec.v[-1]).max() < 1e-6
+
+
+def test_boxes_dropped_touching_side_by_side_rest_on_the_ground_not_on_each_other():
+    # 5 boxes side by side with no gap, dropped from 5 cm (e = 0.3): their side contacts carry no
+    # load, so the ground holds each box and they lie still after landing (~0.19 s). Holding the
+    # side pairs' friction rows before the ground's corners carried weight from box to box through
+    # side forces nothing pressed; the ground's friction slipped at rest (~700 events per second
+    # after 0.3 s, 36 s of wall time for 0.6 s)
+    b = scenes.box_row(5, spacing=0.0)
+    sim = Simulator(b.mechanism, b.q0, b.v0, dt=1e-3, integrator="rk4")
+    enable_contacts(sim, friction=(0.5, 0.4), restitution=0.3)
+    rec = sim.run(0.6)
+    assert _deepest(b.mechanism, rec) >= -1e-4  # m
+    assert len([e for e in rec.events if e.time > 0.3]) / 0.3 < 20  # events per simulated second
+    assert {e.data["pair"][0] for e in rec.events if e.kind == "contact_made" and "ground" in e.data["pair"]} \
+        == {f"box_{i}" for i in range(1, 6)}
+    assert np.abs(rec.v[-1]).max() < 1e-6

@@ -44,6 +44,7 @@ def choose_supports(src, sim) -> None:
     # a controlled contact keeps every candidate: the solve distributes compressive forces
     hinges = [h for h in hinges if not h.controlled]
     lam, held = lcp(src, sim, hinges) if hinges else (np.zeros(0), np.zeros(0, dtype=bool))
+    src._unloaded = _unloaded(hinges, lam)
     choose_bases(src, sim, hinges, held)
     for _ in range(len(lam) + 1):
         # the support found holds with compressive forces (the LCP's); a basis made
@@ -71,6 +72,18 @@ def choose_supports(src, sim) -> None:
             # (of the largest force, not magnitude: a controlled hinge's forces are compressive)
             h.region = Region.of_count(int(np.sum(fn > FORCE_RTOL * max(fn.max(initial=0), FORCE_FLOOR))), Region.NONE)
     src.support_solves.append(time.perf_counter() - t0)
+
+
+def _unloaded(hinges, lam: np.ndarray) -> set[int]:
+    """The pairs of the hinges between two moving bodies whose candidate points all carry no
+    normal force (N, within round-off of the largest) in the LCP's solution ``lam``."""
+    tol, out, off = _tol(lam), set(), 0
+    for h in hinges:
+        k = len(h.points)
+        if 0 not in h.joints and float(np.abs(lam[off:off + k]).max(initial=0.0)) <= tol:
+            out.add(h.pair)
+        off += k
+    return out
 
 
 def release(src, sim, h: ContactHinge, point: SupportPoint) -> None:
@@ -162,14 +175,31 @@ def choose_bases(src, sim, hinges, held: np.ndarray) -> None:
             for row in c.jacobian():
                 add(row)
     full = [h.rows()[1] for h in hinges]
-    for h, J in zip(hinges, full):
+    offsets = np.cumsum([0] + [len(h.points) for h in hinges])
+    # a pair of moving bodies whose contact carries no load (boxes side by side on the ground) comes
+    # last: its rows are held only where the others leave them free (held first, its friction rows
+    # took the place of the ground's corners and carried weight between the boxes)
+    unloaded = getattr(src, "_unloaded", set())
+    for last in (False, True):
+        _add_group(add, hinges, full, held, offsets, [j for j, h in enumerate(hinges) if (h.pair in unloaded) == last])
+    for h in hinges:
+        if not h.points:
+            src._remove(sim, h.pair, "no compressive support")
+        else:
+            h.update_region()
+
+
+def _add_group(add, hinges, full, held, offsets, group) -> None:
+    """Choose the held stick rows, then the held and dependent points, of the hinges ``group``
+    (indices into ``hinges``) through ``add`` (which keeps a row independent of those kept)."""
+    for j in group:
+        h, J = hinges[j], full[j]
         k = len(h.points)
         h.keep_stick_rows([add(J[k + i]) for i in range(h.stick_row_count())])
-    off = 0
-    for h, J in zip(hinges, full):
+    for j in group:
+        h, J = hinges[j], full[j]
         k = len(h.points)
-        support = [i for i in range(k) if held[off + i]]
-        off += k
+        support = [i for i in range(k) if held[offsets[j] + i]]
         sides = h.sides()
         X = h.positions(h.points, sides)
         basis = [i for i in _spread_order(X, support) if add(J[i])]
@@ -178,10 +208,6 @@ def choose_bases(src, sim, hinges, held: np.ndarray) -> None:
         dependent = [i for i, r in zip(rest, plane) if r <= PLANE_TOL]
         unsupported = [i for i in range(k) if i not in basis and i not in dependent]
         h.set_basis(basis, dependent, unsupported)
-        if not h.points:
-            src._remove(sim, h.pair, "no compressive support")
-        else:
-            h.update_region(sides)
 
 
 def _equivalent_compressive(mech, hinges, lam: np.ndarray) -> np.ndarray | None:
