@@ -56,6 +56,7 @@ def _upper(k: int) -> np.ndarray:
     m = _UPPER.get(k)
     if m is None:
         m = _UPPER[k] = np.triu(np.ones((k, k)))
+        m.flags.writeable = False  # shared: nobody may write into it
     return m
 
 

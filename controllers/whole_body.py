@@ -28,6 +28,7 @@ from controlkit.dynamics import evaluate
 from controlkit.equations import EquationSet
 from controlkit.errors import ControlkitError
 from controlkit.expressions import TimeFunction, acc, orientation_error, pos, vel
+from controlkit.friction import FrictionLaw
 from controlkit.qp import QPWorkspace, warm_start
 from controlkit.quantities import ConstraintForce, ControlTorques, FrameOrientation, FramePoint, JointAccelerations
 
@@ -67,6 +68,7 @@ class FootContact(WeldConstraint):
             raise ControlkitError(f"FootContact {name!r}: sizes (m) and mu must be positive, got "
                                   f"{half_length}, {half_width}, {sole_depth}, {mu}, min_force {min_force}")
         self.a, self.b, self.depth, self.mu = half_length, half_width, sole_depth, mu / math.sqrt(2.0)
+        self.mu_coulomb = mu  # Coulomb's coefficient; the pyramid's mu' = mu / sqrt(2) is inside its cone
         self.min_force, self.max_force = min_force, max_force
         self.load = math.nan  # N: the normal force at the last solve (the servo sets it)
         self.nominal_load = 0.0  # N: a foot's share when the feet share the weight evenly
@@ -105,10 +107,12 @@ class FootContact(WeldConstraint):
         if K is None:
             fx, fy, fz, mx, my, mz = np.eye(6)
             a, b, mu = self.a, self.b, self.mu
+            # the force's friction pyramid, |f_x|, |f_y| <= mu' f_z (Coulomb's law, controlkit.friction)
+            pyramid = FrictionLaw.pyramid_rows(fz[:3], np.eye(3)[:2], self.mu_coulomb)  # +x, +y, -x, -y
             rows = [-fz]
-            for s in (1.0, -1.0):
-                rows += [s * fx - mu * fz, s * fy - mu * fz, s * my - a * fz, s * mx - b * fz,
-                         s * mz - mu * min(a, b) * fz]
+            for k, s in enumerate((1.0, -1.0)):
+                fr = [np.concatenate([pyramid[2 * k + i], np.zeros(3)]) for i in (0, 1)]
+                rows += [fr[0], fr[1], s * my - a * fz, s * mx - b * fz, s * mz - mu * min(a, b) * fz]
             K = self._K = np.array(rows)
         return K
 

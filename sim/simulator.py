@@ -433,13 +433,15 @@ class Simulator:
         """Guards at the step's start: those computed after the last control phase when nothing
         has changed since (same sources, state, statements and solution), else evaluated now."""
         cached = self._guards_now
-        if cached is not None and cached[0] == self._guard_key(sources):
+        if cached is not None and _same_key(cached[0], self._guard_key(sources)):
             return cached[1]
         return [s.guards(self, self.t, self.q, self.v) for s in sources]
 
     def _guard_key(self, sources):
-        return (tuple(map(id, sources)), self.t, id(self.q), id(self.v), self.equations.version,
-                id(self.mech.solution), self._a is not None)
+        # the objects themselves, compared by identity: a key of id()s could match a new array
+        # that took a freed one's address at the same instant (a handler's new v)
+        return (tuple(sources), self.t, self.q, self.v, self.equations.version, self.mech.solution,
+                self._a is not None)
 
     _guards_now = None
 
@@ -581,6 +583,13 @@ def _joint_shares(mech, V: np.ndarray) -> list[tuple[str, float]]:
         if w >= 0.2:
             out.append((model.names[j], w))
     return sorted(out, key=lambda x: -x[1])
+
+
+def _same_key(a: tuple, b: tuple) -> bool:
+    """Two guard-cache keys of :meth:`Simulator._guard_key` name the same sources, time, state
+    arrays, statement version and solution (objects by identity)."""
+    return (len(a[0]) == len(b[0]) and all(x is y for x, y in zip(a[0], b[0])) and a[1] == b[1]
+            and a[2] is b[2] and a[3] is b[3] and a[4] == b[4] and a[5] is b[5] and a[6] == b[6])
 
 
 def _fired(sources, before: list[np.ndarray], now: list[np.ndarray]) -> list:

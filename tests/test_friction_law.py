@@ -1,4 +1,4 @@
-"""Coulomb's law in one object (sim.contact.friction.FrictionLaw): coefficients, the static test,
+"""Coulomb's law in one object (controlkit.friction.FrictionLaw): coefficients, the static test,
 the kinetic directions, the impact cone and the friction pyramids."""
 import math
 
@@ -22,8 +22,9 @@ def test_friction_law_looks_up_a_pair_by_its_materials_in_either_order():
 
 
 def test_pyramid_rows_are_the_whole_body_controllers_friction_rows_on_a_tilted_foot():
-    """The planted foot's friction rows (FootContact, mu / sqrt 2 in the foot's axes, world force
-    block) equal FrictionLaw.pyramid_rows on the foot's normal and tangents, in its order."""
+    """The planted foot's friction rows (FootContact builds them with FrictionLaw.pyramid_rows in the
+    foot's axes, then maps them to the world force block) equal FrictionLaw.pyramid_rows on the foot's
+    world normal and tangents, in its order."""
     mech = robots.biped().mechanism
     q = pin.randomConfiguration(mech.model, -np.ones(mech.nq), np.ones(mech.nq))
     mech.set_state(q, np.zeros(mech.nv))

@@ -57,8 +57,9 @@ Every change is logged: ``contact_made``, ``contact_changed`` (region face/edge/
 support points), ``contact_broken``, ``slip``, ``stick``, ``impact``. What touches what at the
 last solve: :func:`contacts_of` (``sim.contact.contacts_of(sim, body)``).
 """
+from controlkit.friction import POINT_SLIDE_SPEED, FrictionLaw, FrictionTable
+
 from .bodies import _bodies as _bodies
-from .friction import POINT_SLIDE_SPEED, FrictionLaw, FrictionTable
 from .geometry import Region, SupportPoint
 from .geometry import _box_edges as _box_edges
 from .geometry import _Geometry as _Geometry

@@ -8,11 +8,11 @@ from typing import Sequence
 import numpy as np
 
 from controlkit.constraints import Constraint
+from controlkit.friction import FrictionLaw
 from controlkit.vec3 import cross
 
 from .bodies import _bodies, _Body, _sides
 from .curved import line_rolling_block
-from .friction import FrictionLaw
 from .geometry import Region, SupportPoint, _coincides, _Face, _PairContact, _region, _same_key, _tangents
 from .rows import _ball_centres, _ball_rows, _edge_rows, _gap_rows, _rolling_rows, _rows_on_world
 from .support import _support_margin

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from controlkit.friction import FrictionLaw
+
 from ..impact import ImpactError, resolve_impact
 from .bodies import _sides
-from .friction import FrictionLaw
 from .geometry import _unit
 from .hinge import ContactHinge, Mode
 from .rows import _point_rows_of

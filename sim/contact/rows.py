@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from controlkit.friction import FrictionLaw
 from controlkit.vec3 import cross
 
 from .bodies import _Body, _skew
-from .friction import FrictionLaw
 
 if TYPE_CHECKING:
     from .geometry import SupportPoint

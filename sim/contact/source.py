@@ -8,13 +8,13 @@ from typing import Sequence
 import numpy as np
 
 from controlkit.errors import ControlkitError, InconsistentEquationsError, ModelError
+from controlkit.friction import FrictionLaw
 
 from ..collision import CollisionWorld, PairFilter
 from ..events import VELOCITY, EventSource
 from ..impact import LAWS, RestitutionTable
 from ..stabilization import project_velocities
 from . import impacts, support_set
-from .friction import FrictionLaw
 from .geometry import POINT_TOL, SupportPoint, _Geometry, _margin, _PairContact, _same_key, _unit
 from .hinge import _SLIDE, _STICK, ContactHinge, Mode
 from .query import ContactState, friction_on_a, hinge_states

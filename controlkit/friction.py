@@ -1,6 +1,7 @@
-"""Coulomb's law of the contact layer, in one object: :class:`FrictionLaw`.
+"""Coulomb's law, in one object: :class:`FrictionLaw`.
 
-Every Coulomb computation of :mod:`sim.contact` goes through it: the coefficients of a pair of
+Every Coulomb computation of the contact layer (:mod:`sim.contact`) and of the whole-body
+controller's feet (:class:`controllers.whole_body.FootContact`) goes through it: the coefficients of a pair of
 geometries (per pair of materials), the static test (the slip guard and the friction pass), the
 kinetic friction's direction at each sliding point and its force rows, the impact's friction cone,
 and the friction pyramids (the controlled hinges' and the whole-body controller's).
