@@ -161,13 +161,13 @@ class _Slip(EventSource):
         stuck = b.stuck()
         if not stuck:
             return np.zeros(0)
-        sim._accel(t, q, v)
+        sim.accelerations_at(t, q, v)
         return np.array([b.static[j] - abs(b.holding_torque(j)) for j in stuck])
 
     def handle(self, sim, t, fired):
         b = self.brakes
         stuck = b.stuck()
-        sim._accel(t, sim.q, sim.v)
+        sim.accelerations_at(t, sim.q, sim.v)
         torques = {j: b.holding_torque(j) for j in stuck}
         for i in np.asarray(fired, dtype=int):
             b._slip(stuck[i], torques[stuck[i]])

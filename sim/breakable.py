@@ -52,12 +52,12 @@ class BreakableHinges(EventSource):
         names = self._names(sim)
         if not names:
             return np.zeros(0)
-        sim._accel(t, q, v)
+        sim.accelerations_at(t, q, v)
         return np.array([self.strengths[n] - self.force(sim, n) for n in names])
 
     def handle(self, sim, t, fired):
         names = self._names(sim)
-        sim._accel(t, sim.q, sim.v)
+        sim.accelerations_at(t, sim.q, sim.v)
         forces = {n: self.force(sim, n) for n in names}
         v_before = np.array(sim.v, dtype=float)
         for i in np.asarray(fired, dtype=int):  # indices of the crossed guards

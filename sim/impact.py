@@ -329,8 +329,8 @@ class ImpactSource(EventSource):
     def max_step(self, sim, t, q, v):
         if not self.anti_tunnelling:
             return np.inf
-        return self.world.time_to_contact(q, v, velocity_tolerance=self.velocity_tolerance, a=sim._a,
-                                          horizon=max(sim.dt, sim._h_adapt or 0.0))
+        return self.world.time_to_contact(q, v, velocity_tolerance=self.velocity_tolerance, a=sim.accelerations,
+                                          horizon=sim.step_horizon)
 
     def touching(self, sim) -> None:
         """A control-phase hook: at the start and after any handler (a velocity jump), a pair that
@@ -339,7 +339,7 @@ class ImpactSource(EventSource):
         Guards see crossings of the distance from > 0 to <= 0 only: a pair already touching when
         it starts to approach (bodies touching at the start, a ball resting on one that is struck
         through another handler) would otherwise pass into the other body unseen."""
-        if self._started and not sim._restart:
+        if self._started and not sim.restarting:
             return  # a plain step: its crossings are the guards' business
         self._started = True
         d = self.world.distances(sim.q)
@@ -405,10 +405,10 @@ class ImpactSource(EventSource):
                 if e > 0.0 and res.impulses[i] > 0.0 and 0.0 <= u <= self.rest_velocity]
         if not slow:
             return
-        sim.solve_now()  # the accelerations after the impact (sim._a)
+        sim.solve_now()  # the accelerations after the impact (sim.accelerations)
         for i in slow:
             c = res.contacts[i]
-            an = float(c.jacobian.dot(sim._a))  # (the centripetal part left out)
+            an = float(c.jacobian.dot(sim.accelerations))  # (the centripetal part left out)
             if an < 0.0:
                 raise ImpactError(
                     f"t = {t:.9g} s: {c.geom_a}/{c.geom_b} bounces off at {res.normal_velocity_after[i]:.3g} m/s "

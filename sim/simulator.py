@@ -173,6 +173,29 @@ class Simulator:
         eqs.assign("held torques", ControlTorques(self.mech), self._last_tau)
         return evaluate(self.mech, eqs, t, q, v, f).a
 
+    # ------------------------------------------------- read by event sources
+    @property
+    def accelerations(self) -> np.ndarray | None:
+        """The accelerations (nv,) solved at the current state; None after a state change until
+        the next solve (:meth:`solve_now`)."""
+        return self._a
+
+    def accelerations_at(self, t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Solve the statements at time t (s) and state q (nq,), v (nv,) (``mech.solution`` is
+        set, the simulator's own state is not changed); the accelerations (nv,)."""
+        return self._accel(t, q, v)
+
+    @property
+    def restarting(self) -> bool:
+        """Whether the state changed (an event, :meth:`set_state`) since the last step: the
+        integrator restarts from it."""
+        return self._restart
+
+    @property
+    def step_horizon(self) -> float:
+        """How far (s) the next step can reach: ``dt``, or the adaptive integrator's last step if longer."""
+        return max(self.dt, self._h_adapt or 0.0)
+
     def solve_now(self):
         """Solve the equations at the current state (sets ``mech.solution``) and return it."""
         self._in_fallback = False

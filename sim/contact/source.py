@@ -104,7 +104,7 @@ class ContactSource(EventSource):
         # may have set the state (to read a point) without solving
         if not (mech.state_is(q, v) and mech.solved(sim.equations)):
             try:
-                sim._accel(t, q, v)
+                sim.accelerations_at(t, q, v)
             except InconsistentEquationsError:
                 # the supports' rows can no longer hold together (nearly dependent, drifted apart):
                 # their force guards read as crossed, so the first such instant is an event and the
@@ -232,14 +232,14 @@ class ContactSource(EventSource):
         return cached[1]
 
     def max_step(self, sim, t, q, v):
-        return self.world.time_to_contact(q, v, exclude=set(self.hinges), a=sim._a,
-                                          horizon=max(sim.dt, sim._h_adapt or 0.0))
+        return self.world.time_to_contact(q, v, exclude=set(self.hinges), a=sim.accelerations,
+                                          horizon=sim.step_horizon)
 
     def after_step(self, sim) -> None:
         """The control-phase hook: crossing points follow their edges; and after a handler (a
         velocity jump: a lock, another source's impact), a touching pair without a hinge that now
         approaches is an impact at that instant (its distance guard, already <= 0, shows none)."""
-        handled = sim._restart
+        handled = sim.restarting
         self.follow_crossings(sim)
         if not handled:
             return
