@@ -44,14 +44,14 @@ def _lin(value, nx: int, name: str, what: str) -> Lin:
 
 def _assigned_columns(eqs: EquationSet, layout: Layout) -> dict[str, np.ndarray]:
     """Columns of x set directly by each assignment of a torque or force (cached per statement structure)."""
-    c = eqs.__dict__.get("_assigned_cols")
+    c = eqs.cache.get("assigned_cols")
     if c is None or c[0] != eqs.structure or c[1] is not layout:
         cols = {}
         for name, asg in eqs.assignments.items():
             q = asg.quantity
             if hasattr(q, "columns") and q.columns(layout)[0] >= layout.nv:
                 cols[name] = q.columns(layout)
-        c = eqs._assigned_cols = (eqs.structure, layout, cols)
+        c = eqs.cache["assigned_cols"] = (eqs.structure, layout, cols)
     return c[2]
 
 
@@ -64,7 +64,7 @@ def _compiled(stmt, expr_of, ctx: Context, name: str, what: str) -> Compiled:
     accelerations alone does not depend on the torque and force columns, so it stays compiled
     while constraints come and go (welds at every step of a walk).
     """
-    c = stmt.__dict__.get("_compiled")
+    c = stmt.cache.get("compiled")
     L = ctx.layout
     if c is not None and c[1] is ctx.mech and (c[0] is L or c[0] == ("accelerations", L.nv)):
         return c[2]
@@ -76,15 +76,15 @@ def _compiled(stmt, expr_of, ctx: Context, name: str, what: str) -> Compiled:
                             f"check the size of its target: {stmt.describe()}") from None
     comp = compile_affine(expr, ctx, _lin(value, L.nx, name, what))
     on_a_only = comp.w0 is None and not comp.writes_w
-    stmt._compiled = (("accelerations", L.nv) if on_a_only else L, ctx.mech, comp)
+    stmt.cache["compiled"] = (("accelerations", L.nv) if on_a_only else L, ctx.mech, comp)
     return comp
 
 
 def _assignment_rows(asg: Assignment) -> Expr:
     """``acc(quantity) - value``: an assignment of a quantity that is not an unknown, as rows ``A x = value - Jdot v``."""
-    e = asg.__dict__.get("_rows")
+    e = asg.cache.get("rows")
     if e is None:
-        e = asg._rows = Sum(Level(asg.quantity, 2), Scaled(-1.0, asg.value))
+        e = asg.cache["rows"] = Sum(Level(asg.quantity, 2), Scaled(-1.0, asg.value))
     return e
 
 
@@ -100,6 +100,8 @@ class _KindPlan:
     """
 
     def __init__(self, items: list[tuple[str, str, Compiled, np.ndarray | None]], nv: int, nx: int):
+        #: (controlkit.equations) the inequality rows' layout, kept while the shape it was built for holds
+        self.ineq_layout = None
         nw = nx - nv
         self.nv, self.nx = nv, nx
         self.m = m = sum(c.m for _, _, c, _ in items)
@@ -257,9 +259,9 @@ class _SetPlan:
 
 def _set_plan(eqs: EquationSet, ctx: Context) -> _SetPlan:
     """The equation set's compiled plan for this layout and mechanism (cached per statement structure)."""
-    c = eqs.__dict__.get("_plan")
+    c = eqs.cache.get("plan")
     if c is not None and c[0] == eqs.structure and c[1] is ctx.layout and c[2] is ctx.mech:
         return c[3]
     plan = _SetPlan(eqs, ctx)
-    eqs._plan = (eqs.structure, ctx.layout, ctx.mech, plan)
+    eqs.cache["plan"] = (eqs.structure, ctx.layout, ctx.mech, plan)
     return plan

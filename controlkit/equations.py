@@ -28,15 +28,35 @@ every :class:`Problem` owns its rows. The parts live in their own modules, re-ex
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from .cache import Cache
 from .compiled_statements import _assigned_columns, _compiled, _KindPlan, _set_plan, _SetPlan  # noqa: F401
 from .constraint_rows import _constraint_plan, _constraint_rows, _ConstraintPlan  # noqa: F401
 from .errors import ArgumentError, EquationError, UnknownNameError
 from .expressions import Const, Context, Expr, as_expr
 from .problem import Block, Layout, Problem, Rows  # noqa: F401
+
+#: the entries of a statement's ``cache`` (:class:`~controlkit.cache.Cache`): key -> what it holds
+STATEMENT_CACHE_ENTRIES: dict[str, str] = {
+    "compiled": "(controlkit.compiled_statements) (layout or ('accelerations', nv), mechanism, the compiled "
+                "expression); recompiled when the layout (or nv) or the mechanism differ",
+    "rows": "(controlkit.compiled_statements) an assignment's rows acc(quantity) - value as an expression; "
+            "never invalidated (the statement is replaced, not changed, when its quantity changes)",
+}
+#: the entries of :attr:`EquationSet.cache`: key -> what it holds, what invalidates it
+EQUATION_CACHE_ENTRIES: dict[str, str] = {
+    "plan": "(controlkit.compiled_statements) (structure, layout, mechanism, the compiled plan); rebuilt when "
+            "any of them changes",
+    "assigned_cols": "(controlkit.compiled_statements) (structure, layout, the columns each assignment of a "
+                     "torque or force sets); rebuilt when the structure or layout changes",
+}
+
+
+def _statement_cache() -> Cache:
+    return Cache(STATEMENT_CACHE_ENTRIES, "controlkit.equations.STATEMENT_CACHE_ENTRIES")
 
 
 # --------------------------------------------------------------- statements
@@ -46,6 +66,7 @@ class Equation:
     def __init__(self, lhs: Expr, rhs: Expr):
         self.lhs, self.rhs = lhs, rhs
         self.residual = lhs - rhs
+        self.cache = _statement_cache()
 
     def __bool__(self):  # `if expr == 0:` is a mistake worth catching
         raise EquationError("an Equation has no truth value; pass it to add_equation()")
@@ -59,6 +80,7 @@ class Inequality:
 
     def __init__(self, expr: Expr):
         self.expr = expr
+        self.cache = _statement_cache()
 
     def __bool__(self):
         raise EquationError("an Inequality has no truth value; pass it to add_inequality()")
@@ -73,6 +95,7 @@ class Cost:
 
     expr: Expr
     weight: float | np.ndarray = 1.0
+    cache: Cache = field(default_factory=_statement_cache, repr=False, compare=False)
 
     def describe(self) -> str:
         w = self.weight
@@ -86,6 +109,7 @@ class Assignment:
 
     quantity: object
     value: Expr
+    cache: Cache = field(default_factory=_statement_cache, repr=False, compare=False)
 
     def describe(self) -> str:
         return f"{self.quantity.name} := {self.value.describe()}"
@@ -95,7 +119,7 @@ def _same_held_value_slot(old: Assignment, quantity, value) -> bool:
     """Whether a re-assignment only changes a constant value: same quantity object, a constant of
     the same shape, and the old one never compiled into rows (it sets unknowns' columns)."""
     return (old.quantity is quantity and type(old.value) is Const and type(value) is Const
-            and old.value.value.shape == value.value.shape and "_rows" not in old.__dict__)
+            and old.value.value.shape == value.value.shape and "rows" not in old.cache)
 
 
 def _check_finite(name: str, expr) -> None:
@@ -157,6 +181,8 @@ class EquationSet:
         #: bumped by every change; ``structure`` only by changes of which statements are in force
         #: (a torque assignment's new value each controller tick keeps the compiled plan)
         self.version = 0
+        #: values other modules keep with this set (declared in EQUATION_CACHE_ENTRIES)
+        self.cache = Cache(EQUATION_CACHE_ENTRIES, "controlkit.equations.EQUATION_CACHE_ENTRIES")
         self.structure = 0
 
     def _changed(self, structural: bool = True) -> None:
@@ -232,7 +258,7 @@ class EquationSet:
             if cost is None:
                 continue
             m = None
-            plan = self.__dict__.get("_plan")
+            plan = self.cache.get("plan")
             if plan is not None and plan[0] == self.structure:
                 m = plan[3].set_weight(name, weight)  # checks the size against the compiled rows
             if m is None and np.ndim(weight) > 1:
@@ -291,9 +317,9 @@ def _inequality_rows(cons, plan: _KindPlan, ctx: Context) -> Rows:
     for part in parts:
         counts.append(len(part[2]))
     shape = (cons, layout, statements.Aw, statements.Aa, statements.spans, counts)
-    memo = plan.__dict__.get("_ineq_layout")
+    memo = plan.ineq_layout
     if memo is None or not _same_layout(memo[0], shape):
-        memo = plan._ineq_layout = (shape, *_inequality_layout(parts, statements, layout))
+        memo = plan.ineq_layout = (shape, *_inequality_layout(parts, statements, layout))
     _, Aw0, Aa, places, spans = memo
     Aw, b = Aw0.copy(), np.empty(len(Aw0))
     for (rows, cols), (_, C, d) in zip(places, parts):

@@ -14,31 +14,10 @@ from typing import Iterable, Sequence
 import numpy as np
 import pinocchio as pin
 
+from .cache import Cache
 from .errors import ModelError, StateError, UnknownNameError
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
-
-
-class Cache(dict):
-    """Values other modules keep with a :class:`Mechanism`, each under a key its owner declares.
-
-    A dict whose keys are the entries of :data:`CACHE_ENTRIES` (key -> what it holds and what
-    invalidates it); storing under an undeclared key is a ``KeyError``, so every cache a module
-    keeps on a mechanism is listed in one place. Reading is the dict's own ``get``.
-    """
-
-    def __setitem__(self, key: str, value) -> None:
-        if key not in CACHE_ENTRIES:
-            raise KeyError(f"mechanism cache: undeclared entry {key!r}; declare it in "
-                           f"controlkit.mechanism.CACHE_ENTRIES (declared: {', '.join(CACHE_ENTRIES)})")
-        dict.__setitem__(self, key, value)
-
-    def setdefault(self, key: str, default=None):
-        """The entry under a declared key, stored as ``default`` when missing."""
-        value = self.get(key)
-        if value is None:
-            self[key] = value = default
-        return value
 
 
 #: the entries of :attr:`Mechanism.cache`: key -> (who keeps it) what it holds; what invalidates it
@@ -128,7 +107,7 @@ class Mechanism:
         self.solution = None  # the last solve's unknowns (controlkit.solver.Solution)
         self.problem = None  # the last assembled problem (controlkit.equations.Problem)
         #: other modules' caches, under the keys declared in CACHE_ENTRIES
-        self.cache = Cache()
+        self.cache = Cache(CACHE_ENTRIES, "controlkit.mechanism.CACHE_ENTRIES")
         for c in constraints:  # (after the state: binding a world-anchored point reads the kinematics)
             self.add_constraint(c)
 

@@ -125,7 +125,7 @@ def test_the_kept_inequality_layout_gives_the_rows_assembled_afresh():
 
     def assembled(fresh: bool):
         if fresh:
-            eqs._plan[3].inequalities.__dict__.pop("_ineq_layout", None)
+            eqs.cache["plan"][3].inequalities.ineq_layout = None
         return build_problem(mech, eqs, 0.0).ineq_rows
 
     for lifted in (False, True):
