@@ -359,6 +359,18 @@ class Mechanism:
         """The model's neutral configuration."""
         return pin.neutral(self.model)
 
+    def joint_shares(self, V: np.ndarray) -> list[tuple[str, float]]:
+        """Joints taking part in the motions spanned by the orthonormal V (nv, k), with their share
+        in [0, 1] (the norm of their rows of V), largest first; shares below 0.2 left out."""
+        model = self.model
+        out = []
+        for j in range(1, model.njoints):
+            jm = model.joints[j]
+            w = float(np.linalg.norm(V[jm.idx_v:jm.idx_v + jm.nv]))
+            if w >= 0.2:
+                out.append((model.names[j], w))
+        return sorted(out, key=lambda x: -x[1])
+
     def kinetic_energy(self) -> float:
         """Kinetic energy (J) at the state."""
         M, _ = self.dynamics()

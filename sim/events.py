@@ -98,3 +98,31 @@ def _first_chord_root(glo: np.ndarray, ghi: np.ndarray) -> float:
 def bool_guard(condition: bool) -> float:
     """A guard value for a boolean condition: +1 while false, -1 once true."""
     return -1.0 if condition else 1.0
+
+
+def same_guard_key(a: tuple, b: tuple) -> bool:
+    """Two guard-cache keys of :meth:`sim.simulator.Simulator._guard_key` name the same sources, time, state
+    arrays, statement version and solution (objects by identity)."""
+    return (len(a[0]) == len(b[0]) and all(x is y for x, y in zip(a[0], b[0])) and a[1] == b[1]
+            and a[2] is b[2] and a[3] is b[3] and a[4] == b[4] and a[5] is b[5] and a[6] == b[6])
+
+
+def fired_sources(sources, before: list[np.ndarray], now: list[np.ndarray]) -> list:
+    """``(source, guards before, crossed mask)`` of the sources whose guards crossed between
+    ``before`` and ``now`` at one instant (a source whose guard count changed is its own business)."""
+    fired = []  # (every step: a loop, no comprehension objects)
+    for s, g, g1 in zip(sources, before, now):
+        if g.shape == g1.shape:
+            mask = crossed(g, g1)
+            if True in mask.tolist():
+                fired.append((s, g, mask))
+    return fired
+
+
+def guards_after_control(source, sim, before: np.ndarray) -> np.ndarray:
+    """A source's guards at the simulator's state after a control phase (any object with
+    ``guards`` is a source; :class:`EventSource` subclasses may recompute only what changed)."""
+    after = getattr(source, "guards_after_control", None)
+    if after is None:
+        return source.guards(sim, sim.t, sim.q, sim.v)
+    return after(sim, sim.t, sim.q, sim.v, before)

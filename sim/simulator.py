@@ -33,7 +33,16 @@ from controlkit.quantities import ControlTorques
 from controlkit.recording import Event, Recording
 
 from . import validation as checked
-from .events import ACCELERATION, VELOCITY, EventSource, crossed, isolate
+from .events import (
+    ACCELERATION,
+    VELOCITY,
+    EventSource,
+    crossed,
+    fired_sources,
+    guards_after_control,
+    isolate,
+    same_guard_key,
+)
 from .integrators import PinocchioSystem, make_integrator
 from .stabilization import project_positions, project_state, project_velocities
 from .validation import number as _number
@@ -456,7 +465,7 @@ class Simulator:
         """Guards at the step's start: those computed after the last control phase when nothing
         has changed since (same sources, state, statements and solution), else evaluated now."""
         cached = self._guards_now
-        if cached is not None and _same_key(cached[0], self._guard_key(sources)):
+        if cached is not None and same_guard_key(cached[0], self._guard_key(sources)):
             return cached[1]
         return [s.guards(self, self.t, self.q, self.v) for s in sources]
 
@@ -478,8 +487,8 @@ class Simulator:
         # the state is the step's end: what depends on it alone (distances, vertex gaps) stands
         now = []  # (every step: a loop, no comprehension object)
         for s, g in zip(sources, g_end):
-            now.append(_guards_after_control(s, self, g))
-        fired = _fired(sources, g_end, now)
+            now.append(guards_after_control(s, self, g))
+        fired = fired_sources(sources, g_end, now)
         if fired:
             self._handle(fired)
             self.solve_now()
@@ -496,7 +505,7 @@ class Simulator:
         before the handling, such a crossing is handled here; at the next step's start it would
         already be <= 0 and never seen."""
         before = [(s, g) for s, g in before if s.active()]
-        fired = _fired([s for s, _ in before], [g for _, g in before],
+        fired = fired_sources([s for s, _ in before], [g for _, g in before],
                        [s.guards(self, self.t, self.q, self.v) for s, _ in before])
         if fired:
             self._handle(fired)
@@ -578,7 +587,7 @@ class Simulator:
         if speed <= 2.0 * s0 + self.FREE_SPEED:
             return
         self._free_warned = True
-        joints = _joint_shares(self.mech, V)
+        joints = self.mech.joint_shares(V)
         names = ", ".join(f"{n} ({w:.2f})" for n, w in joints)
         self.log("undetermined",
                  f"the control statements leave {V.shape[1]} direction(s) of motion to the default (least squared "
@@ -593,44 +602,3 @@ class Simulator:
         mech = self.mech
         vals = {name: np.atleast_1d(qty.position(mech)).ravel() for name, qty in self.record_quantities.items()}
         self.recording.append(self.t, self.q, self.v, mech.solution.tau, vals)
-
-
-def _joint_shares(mech, V: np.ndarray) -> list[tuple[str, float]]:
-    """Joints taking part in the motions spanned by the orthonormal V (nv, k), with their share in
-    [0, 1] (the norm of their rows of V), largest first; shares below 0.2 left out."""
-    model = mech.model
-    out = []
-    for j in range(1, model.njoints):
-        jm = model.joints[j]
-        w = float(np.linalg.norm(V[jm.idx_v:jm.idx_v + jm.nv]))
-        if w >= 0.2:
-            out.append((model.names[j], w))
-    return sorted(out, key=lambda x: -x[1])
-
-
-def _same_key(a: tuple, b: tuple) -> bool:
-    """Two guard-cache keys of :meth:`Simulator._guard_key` name the same sources, time, state
-    arrays, statement version and solution (objects by identity)."""
-    return (len(a[0]) == len(b[0]) and all(x is y for x, y in zip(a[0], b[0])) and a[1] == b[1]
-            and a[2] is b[2] and a[3] is b[3] and a[4] == b[4] and a[5] is b[5] and a[6] == b[6])
-
-
-def _fired(sources, before: list[np.ndarray], now: list[np.ndarray]) -> list:
-    """``(source, guards before, crossed mask)`` of the sources whose guards crossed between
-    ``before`` and ``now`` at one instant (a source whose guard count changed is its own business)."""
-    fired = []  # (every step: a loop, no comprehension objects)
-    for s, g, g1 in zip(sources, before, now):
-        if g.shape == g1.shape:
-            mask = crossed(g, g1)
-            if True in mask.tolist():
-                fired.append((s, g, mask))
-    return fired
-
-
-def _guards_after_control(source, sim, before: np.ndarray) -> np.ndarray:
-    """A source's guards at the simulator's state after a control phase (any object with
-    ``guards`` is a source; :class:`EventSource` subclasses may recompute only what changed)."""
-    after = getattr(source, "guards_after_control", None)
-    if after is None:
-        return source.guards(sim, sim.t, sim.q, sim.v)
-    return after(sim, sim.t, sim.q, sim.v, before)
