@@ -42,6 +42,9 @@ def _bar(name: str, length: float, width: float, density: float, color) -> Body:
 def _four_bar_points(ground: float, crank: float, coupler: float, rocker: float,
                      crank_angle: float) -> tuple[np.ndarray, ...]:
     """Hinge centres A, B, C, D (x, z in m) closing the loop at ``crank_angle`` (rad), elbow up."""
+    for n, v in (("ground", ground), ("crank", crank), ("coupler", coupler), ("rocker", rocker)):
+        if not (v > 0 and math.isfinite(v)):
+            raise ModelError(f"four_bar: {n} length must be positive (m), got {v!r}")
     A = np.array([0.0, 0.0])
     D = np.array([ground, 0.0])
     B = A + crank * np.array([math.cos(crank_angle), math.sin(crank_angle)])
@@ -86,9 +89,6 @@ def four_bar(
     crank angle (elbow-up branch: C above the line BD), so q0 satisfies the closure.
     ``info["points"]`` holds A, B, C, D (m).
     """
-    for n, v in (("ground", ground), ("crank", crank), ("coupler", coupler), ("rocker", rocker)):
-        if not (v > 0 and math.isfinite(v)):
-            raise ModelError(f"four_bar: {n} length must be positive (m), got {v!r}")
     A, B, C, D = _four_bar_points(ground, crank, coupler, rocker, crank_angle)
     ang = lambda p, q: math.atan2(q[1] - p[1], q[0] - p[0])  # noqa: E731
     phi_crank, phi_coupler, phi_rocker = ang(A, B), ang(B, C), ang(D, C)
@@ -163,8 +163,8 @@ def four_bar_free(
     lengths at ``crank_angle = 0`` every bar lies on one line (the bifurcation position of Fig.
     4.10) and only 16 are.
     """
-    ref = four_bar(ground, crank, coupler, rocker, crank_angle, width=width, density=density)
-    P = ref.info["points"]
+    points = _four_bar_points(ground, crank, coupler, rocker, crank_angle)  # (x, z) in the x-z plane
+    P = {k: np.array([x, 0.0, z]) for k, (x, z) in zip("ABCD", points)}
     pin_frame = lambda x: pin.SE3(_align_z(PLANAR_AXIS), np.array([x, 0.0, 0.0]))  # noqa: E731
     s = Scene("four_bar_free", self_collision=False)
     bars = {"ground": ("A", "D"), "crank": ("A", "B"), "coupler": ("B", "C"), "rocker": ("D", "C")}

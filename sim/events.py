@@ -119,10 +119,7 @@ def fired_sources(sources, before: list[np.ndarray], now: list[np.ndarray]) -> l
     return fired
 
 
-def guards_after_control(source, sim, before: np.ndarray) -> np.ndarray:
-    """A source's guards at the simulator's state after a control phase (any object with
-    ``guards`` is a source; :class:`EventSource` subclasses may recompute only what changed)."""
-    after = getattr(source, "guards_after_control", None)
-    if after is None:
-        return source.guards(sim, sim.t, sim.q, sim.v)
-    return after(sim, sim.t, sim.q, sim.v, before)
+def guards_after_control(source: EventSource, sim, before: np.ndarray) -> np.ndarray:
+    """A source's guards at the simulator's state after a control phase (an
+    :class:`EventSource` may recompute only what changed since ``before``)."""
+    return source.guards_after_control(sim, sim.t, sim.q, sim.v, before)

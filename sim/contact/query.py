@@ -90,10 +90,6 @@ def hinge_states(hinges, lam_of, model, body: str) -> list[ContactState]:
 
 def contacts_of(sim, body: str) -> list[ContactState]:
     """The contacts touching ``body`` (a geometry name, or a body's: its joint's) in the simulator,
-    from every contact source's hinges, with the forces of the simulator's last solve."""
-    from .source import ContactSource  # (the source module imports this one)
-    out = []
-    for src in sim.sources:
-        if isinstance(src, ContactSource):
-            out += src.contacts_of(body)
-    return out
+    from every contact source's hinges, with the forces of the simulator's last solve
+    (:meth:`sim.simulator.Simulator.contacts_of`)."""
+    return sim.contacts_of(body)

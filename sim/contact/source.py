@@ -344,7 +344,9 @@ class ContactSource(EventSource):
         ``stick_velocity`` (and an edge or face may still turn about its normal); left to the rows'
         velocity feedback, that slip is taken out over ~1/kv s by the static friction forces,
         which do work on the bodies: a box sticking while it turned at 0.05 rad/s gained 0.15 W.
-        (Every held row takes part, so the others stay held.)"""
+        (Every held row takes part, so the others stay held.) The held rows are then solved once:
+        nearly dependent supports that disagree at the new velocity give up a point, as at a
+        support choice."""
         mech = sim.mech
         cons = list(mech.constraints.values())
         if not self._stuck:
