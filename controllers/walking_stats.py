@@ -10,7 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 
-__all__ = ["RollPitchYaw", "Stack", "heel_strikes", "walking_statistics", "format_walking_statistics",
+from controlkit.quantities import ControlTorque, FrameOrientation, FramePoint, JointAngle
+
+__all__ = ["RollPitchYaw", "Stack", "contact_walk_quantities", "contact_walk_units", "contact_walk_panels",
+           "servo_time", "heel_strikes", "walking_statistics", "format_walking_statistics",
            "stance_slips", "contact_walking_statistics", "format_contact_walking_statistics"]
 
 
@@ -207,3 +210,60 @@ def format_contact_walking_statistics(s: dict, extra: tuple[tuple[str, str], ...
         ("events", ", ".join(f"{k} {v}" for k, v in sorted(s["events"].items()))),
         *extra,
     ])
+
+
+# ------------------------------------------------------------------ a contact walk's records
+def contact_walk_quantities(mech, biped, knees: tuple[str, str], ankle_pitch: tuple[str, str],
+                            ankle_component: int | None = None) -> dict:
+    """The quantities a walk on contact records (both demos of walking part 2): heels, soles
+    (m), the torso frame's position (m) and roll, pitch, yaw (rad), the knees' angles (rad) and
+    torques, and the ankles' pitch torques (N m).
+
+    Args:
+        mech: the simulated mechanism; biped: its :class:`~controllers.biped_model.Biped`.
+        knees, ankle_pitch: the left and right joints; ankle_component: the pitch's component of
+            a multi-dof ankle's torque (None: one-dof joints).
+    """
+    feet, torso = biped.feet, biped.torso
+    return {
+        "left heel": FramePoint(mech, *feet["l"].heel),
+        "right heel": FramePoint(mech, *feet["r"].heel),
+        "left sole": FramePoint(mech, feet["l"].frame),
+        "right sole": FramePoint(mech, feet["r"].frame),
+        "torso position": FramePoint(mech, torso),
+        "torso roll pitch yaw": RollPitchYaw(FrameOrientation(mech, torso)),
+        "knee angles": Stack("knee angles", [JointAngle(mech, j) for j in knees]),
+        "knee torques": Stack("knee torques", [ControlTorque(mech, j) for j in knees]),
+        "ankle pitch torques": Stack("ankle pitch torques", [ControlTorque(mech, j) for j in ankle_pitch],
+                                     component=ankle_component),
+    }
+
+
+def contact_walk_units(biped) -> dict[str, str]:
+    """Units of :func:`contact_walk_quantities` and of each sole's ``"<frame> contact force"`` (N)."""
+    units = {"left heel": "m", "right heel": "m", "left sole": "m", "right sole": "m", "torso position": "m",
+             "torso roll pitch yaw": "rad", "knee angles": "rad", "knee torques": "N m", "ankle pitch torques": "N m"}
+    units.update({f"{biped.feet[s].frame} contact force": "N" for s in "lr"})
+    return units
+
+
+def contact_walk_panels(biped, body: str = "torso") -> list:
+    """The plot panels of a walk on contact; ``body`` names the torso frame in the labels."""
+    force = {s: f"{biped.feet[s].frame} contact force" for s in "lr"}
+    return [
+        ("left heel", 0, "left heel x"), ("right heel", 0, "right heel x"), ("torso position", 0, f"{body} x"),
+        ("left heel", 2, "left heel z"), ("right heel", 2, "right heel z"), ("torso position", 2, f"{body} z"),
+        ("torso roll pitch yaw", 0, f"{body} roll"), ("torso roll pitch yaw", 1, f"{body} pitch"),
+        ("torso position", 1, f"{body} y"),
+        (force["l"], 0, "left sole normal force"), (force["r"], 0, "right sole normal force"),
+        ("knee angles", 0, "left knee"),
+        ("knee torques", 0, "left knee torque"), ("knee torques", 1, "right knee torque"),
+        ("ankle pitch torques", 0, "left ankle pitch torque"),
+    ]
+
+
+def servo_time(servo, rec) -> str:
+    """The servo's own solves (on its model: not in the run's solve/assembly/kernel lines), in words."""
+    wall = servo.cm.times.total
+    share = wall / rec.stats["wall_time"] if rec.stats.get("wall_time") else 0.0
+    return f"{servo.solves} solves, {1e6 * wall / max(servo.solves, 1):.0f} us each, {wall:.3f} s ({share:.0%} of wall time)"

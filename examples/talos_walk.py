@@ -17,11 +17,17 @@ Run: ``controlkit demo talos_walk --seconds 6 --html --plot``; options (``--set 
 import numpy as np
 import pinocchio as pin
 
-from controlkit.quantities import ControlTorque, FrameOrientation, FramePoint, JointAngle
 from controllers.biped_model import talos_biped
 from controllers.gait import Gait, gait_with
 from controllers.walking_fd import walker
-from controllers.walking_stats import RollPitchYaw, Stack, contact_walking_statistics, format_contact_walking_statistics
+from controllers.walking_stats import (
+    contact_walk_panels,
+    contact_walk_quantities,
+    contact_walk_units,
+    contact_walking_statistics,
+    format_contact_walking_statistics,
+    servo_time,
+)
 from robots.talos import talos
 from sim.contact import enable_contacts
 from sim.runner import Scenario, run_scenario
@@ -57,42 +63,17 @@ def build(integrator: str = "semi_implicit_euler", dt: float = 1e-3, mass_error:
             I = model.model.inertias[j]
             model.model.inertias[j] = pin.Inertia(I.mass * (1 + mass_error), I.lever.copy(), I.inertia * (1 + mass_error))
     biped = talos_biped(mech)
-    feet = biped.feet
-    record = {
-        "left heel": FramePoint(mech, *feet["l"].heel),
-        "right heel": FramePoint(mech, *feet["r"].heel),
-        "left sole": FramePoint(mech, feet["l"].frame),
-        "right sole": FramePoint(mech, feet["r"].frame),
-        "torso position": FramePoint(mech, BASE),
-        "torso roll pitch yaw": RollPitchYaw(FrameOrientation(mech, BASE)),
-        "knee angles": Stack("knee angles", [JointAngle(mech, "leg_left_4_joint"), JointAngle(mech, "leg_right_4_joint")]),
-        "knee torques": Stack("knee torques", [ControlTorque(mech, "leg_left_4_joint"),
-                                               ControlTorque(mech, "leg_right_4_joint")]),
-        "ankle pitch torques": Stack("ankle pitch torques", [ControlTorque(mech, "leg_left_5_joint"),
-                                                             ControlTorque(mech, "leg_right_5_joint")]),
-    }
+    record = contact_walk_quantities(mech, biped, knees=("leg_left_4_joint", "leg_right_4_joint"),
+                                     ankle_pitch=("leg_left_5_joint", "leg_right_5_joint"))
     sim = Simulator(mech, built.q0, np.zeros(mech.nv), dt=dt, integrator=integrator, record=record,
                     record_every=max(1, round(0.01 / dt)), external_force=None if push is None else Push(mech, *push))
     servo, plan = walker(sim, biped, model, steps, gait=gait, mu=MU)
-    src = enable_contacts(sim, friction=friction, pairs=[(f.geom, "ground") for f in feet.values()])
-    for f in feet.values():
+    src = enable_contacts(sim, friction=friction, pairs=[(f.geom, "ground") for f in biped.feet.values()])
+    for f in biped.feet.values():
         sim.record_quantities[f"{f.frame} contact force"] = src.force_probe(sim, f.geom, "ground")
-    units = {"left heel": "m", "right heel": "m", "left sole": "m", "right sole": "m", "torso position": "m",
-             "torso roll pitch yaw": "rad", "knee angles": "rad", "knee torques": "N m",
-             "ankle pitch torques": "N m", "left_sole_link contact force": "N", "right_sole_link contact force": "N"}
-    for name, unit in units.items():
+    for name, unit in contact_walk_units(biped).items():
         sim.recording.set_unit(name, unit)
-    panels = [
-        ("left heel", 0, "left heel x"), ("right heel", 0, "right heel x"), ("torso position", 0, "base x"),
-        ("left heel", 2, "left heel z"), ("right heel", 2, "right heel z"), ("torso position", 2, "base z"),
-        ("torso roll pitch yaw", 0, "base roll"), ("torso roll pitch yaw", 1, "base pitch"),
-        ("torso position", 1, "base y"),
-        ("left_sole_link contact force", 0, "left sole normal force"),
-        ("right_sole_link contact force", 0, "right sole normal force"),
-        ("knee angles", 0, "left knee"),
-        ("knee torques", 0, "left knee torque"), ("knee torques", 1, "right knee torque"),
-        ("ankle pitch torques", 0, "left ankle pitch torque"),
-    ]
+    panels = contact_walk_panels(biped, "base")
     title = "Talos walking by forward dynamics on real contact (1 kHz QP)"
     if mass_error:
         title += f", the controller's model {mass_error:+.0%} in mass"
@@ -121,13 +102,6 @@ class Push:
 def walking_statistics(rec) -> dict:
     """Acceptance figures of the walk (:func:`controllers.walking_stats.contact_walking_statistics`)."""
     return contact_walking_statistics(rec, FEET, fallen_height=0.8)
-
-
-def servo_time(servo, rec) -> str:
-    """The servo's own solves (on its model: not in the run's solve/assembly/kernel lines), in words."""
-    wall = servo.cm.times.total
-    share = wall / rec.stats["wall_time"] if rec.stats.get("wall_time") else 0.0
-    return f"{servo.solves} solves, {1e6 * wall / max(servo.solves, 1):.0f} us each, {wall:.3f} s ({share:.0%} of wall time)"
 
 
 if __name__ == "__main__":

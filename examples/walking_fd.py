@@ -18,11 +18,17 @@ import numpy as np
 import pinocchio as pin
 
 import robots
-from controlkit.quantities import ControlTorque, FrameOrientation, FramePoint, JointAngle
 from controllers.biped_model import thesis_biped
 from controllers.gait import Gait, gait_with
 from controllers.walking_fd import walker
-from controllers.walking_stats import RollPitchYaw, Stack, contact_walking_statistics, format_contact_walking_statistics
+from controllers.walking_stats import (
+    contact_walk_panels,
+    contact_walk_quantities,
+    contact_walk_units,
+    contact_walking_statistics,
+    format_contact_walking_statistics,
+    servo_time,
+)
 from sim.contact import enable_contacts
 from sim.runner import Scenario, run_scenario
 from sim.simulator import Simulator
@@ -56,40 +62,19 @@ def build(integrator: str = "semi_implicit_euler", dt: float = 1e-3, mass_error:
         j = model.model.getJointId("root_joint")
         I = model.model.inertias[j]
         model.model.inertias[j] = pin.Inertia(I.mass * (1 + mass_error), I.lever.copy(), I.inertia * (1 + mass_error))
-    record = {
-        "left heel": FramePoint(mech, "foot_l.heel"),
-        "right heel": FramePoint(mech, "foot_r.heel"),
-        "left sole": FramePoint(mech, "foot_l"),
-        "right sole": FramePoint(mech, "foot_r"),
-        "torso position": FramePoint(mech, "torso"),
-        "torso roll pitch yaw": RollPitchYaw(FrameOrientation(mech, "torso")),
-        "knee angles": Stack("knee angles", [JointAngle(mech, "knee_l"), JointAngle(mech, "knee_r")]),
-        "knee torques": Stack("knee torques", [ControlTorque(mech, "knee_l"), ControlTorque(mech, "knee_r")]),
-        "ankle pitch torques": Stack("ankle pitch torques", [ControlTorque(mech, "ankle_l"),
-                                                             ControlTorque(mech, "ankle_r")], component=1),
-    }
+    biped = thesis_biped(built)
+    record = contact_walk_quantities(mech, biped, knees=("knee_l", "knee_r"), ankle_pitch=("ankle_l", "ankle_r"),
+                                     ankle_component=1)
     # recorded every 10 ms (events and the last step always): the servo runs every 1 ms
     sim = Simulator(mech, built.q0, np.zeros(mech.nv), dt=dt, integrator=integrator, record=record,
                     record_every=max(1, round(0.01 / dt)))
-    servo, plan = walker(sim, thesis_biped(built), model, steps, gait=gait, mu=MU)
-    src = enable_contacts(sim, friction=mu, pairs=[(foot, "ground") for foot in FEET])
-    for foot in FEET:
-        sim.record_quantities[f"{foot} contact force"] = src.force_probe(sim, foot, "ground")
-    units = {"left heel": "m", "right heel": "m", "left sole": "m", "right sole": "m", "torso position": "m",
-             "torso roll pitch yaw": "rad", "knee angles": "rad", "knee torques": "N m",
-             "ankle pitch torques": "N m", "foot_l contact force": "N", "foot_r contact force": "N"}
-    for name, unit in units.items():
+    servo, plan = walker(sim, biped, model, steps, gait=gait, mu=MU)
+    src = enable_contacts(sim, friction=mu, pairs=[(f.geom, "ground") for f in biped.feet.values()])
+    for f in biped.feet.values():
+        sim.record_quantities[f"{f.frame} contact force"] = src.force_probe(sim, f.geom, "ground")
+    for name, unit in contact_walk_units(biped).items():
         sim.recording.set_unit(name, unit)
-    panels = [
-        ("left heel", 0, "left heel x"), ("right heel", 0, "right heel x"), ("torso position", 0, "torso x"),
-        ("left heel", 2, "left heel z"), ("right heel", 2, "right heel z"), ("torso position", 2, "torso z"),
-        ("torso roll pitch yaw", 0, "torso roll"), ("torso roll pitch yaw", 1, "torso pitch"),
-        ("torso position", 1, "torso y"),
-        ("foot_l contact force", 0, "left sole normal force"), ("foot_r contact force", 0, "right sole normal force"),
-        ("knee angles", 0, "left knee"),
-        ("knee torques", 0, "left knee torque"), ("knee torques", 1, "right knee torque"),
-        ("ankle pitch torques", 0, "left ankle pitch torque"),
-    ]
+    panels = contact_walk_panels(biped, "torso")
     title = "the thesis biped walking by forward dynamics on real contact (1 kHz QP)"
     if mass_error:
         title += f", the controller's torso model {mass_error:+.0%} in mass"
@@ -112,13 +97,6 @@ def metrics(rec) -> dict:
     s = walking_statistics(rec)
     return {k: s[k] for k in ("fell", "steps", "max_strike_error", "max_stance_slip", "max_roll_deg",
                               "max_pitch_deg", "heading_drift_deg", "torso_height_mean")}
-
-
-def servo_time(servo, rec) -> str:
-    """The servo's own solves (on its model: not in the run's solve/assembly/kernel lines), in words."""
-    wall = servo.cm.times.total
-    share = wall / rec.stats["wall_time"] if rec.stats.get("wall_time") else 0.0
-    return f"{servo.solves} solves, {1e6 * wall / max(servo.solves, 1):.0f} us each, {wall:.3f} s ({share:.0%} of wall time)"
 
 
 if __name__ == "__main__":
