@@ -214,15 +214,16 @@ def lstsq_kernel(Mi, S, G, bias, Ea, Ew, eb, Ca, Cw, cw, cb, rank_tol, residual_
             return fail
     used_costs = False
     if Ca.shape[0] and N.shape[1]:
-        C = Ca.dot(P) + Cw
-        d = cb - Ca.dot(p0)
-        for i in range(C.shape[0]):
-            C[i] *= cw[i]
+        # the cost rows on the null space left, (Ca P + Cw) N, and their residual at y, without forming
+        # Ca P (mc x nw): through P N (nv x free) and the accelerations P y + p0
+        CN = Ca.dot(np.ascontiguousarray(P.dot(N))) + Cw.dot(N)
+        d = cb - Ca.dot(P.dot(y) + p0) - Cw.dot(y)
+        for i in range(CN.shape[0]):
+            CN[i] *= cw[i]
             d[i] *= cw[i]
-        CN = C.dot(N)
         if CN.shape[0] < CN.shape[1]:
             return fail
-        ok, z, K = _tall(CN, d - C.dot(y), rank_tol)
+        ok, z, K = _tall(CN, d, rank_tol)
         if not ok:
             return fail
         y = y + N.dot(z)
