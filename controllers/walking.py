@@ -316,7 +316,8 @@ class SwingPath:
 
 def distance_to_target(ctl, leg: Leg, target: np.ndarray) -> float:
     """Distance (m) of the heel from its target."""
-    return float(np.linalg.norm(position(ctl, leg.heel) - target))
+    d = position(ctl, leg.heel) - target
+    return math.sqrt(d.dot(d))  # (np.linalg.norm's own arithmetic, without its checks: a guard, every step)
 
 
 # ------------------------------------------------------------------ Fig. 6.8
