@@ -8,6 +8,7 @@ of the state into fresh arrays. :class:`_SetPlan` holds the four kinds of one eq
 """
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -102,6 +103,7 @@ class _KindPlan:
     def __init__(self, items: list[tuple[str, str, Compiled, np.ndarray | None]], nv: int, nx: int):
         #: (controlkit.equations) the inequality rows' layout, kept while the shape it was built for holds
         self.ineq_layout = None
+        self.items = items  # (what it was built from: a later plan of the same statements reuses it)
         nw = nx - nv
         self.nv, self.nx = nv, nx
         self.m = m = sum(c.m for _, _, c, _ in items)
@@ -136,6 +138,13 @@ class _KindPlan:
                 A.setflags(write=False)  # shared by every problem built from this plan
         self._group_values(sizes)
         self.none = Rows.empty(nv, nx)  # (when there are no rows: one object for every problem)
+
+    def for_columns(self, nx: int) -> "_KindPlan":
+        """This plan (rows on the accelerations alone) for another number of unknowns nx."""
+        plan = copy.copy(self)
+        plan.nx, plan.none, plan.ineq_layout = nx, Rows.empty(self.nv, nx), None
+        plan.__dict__.pop("_spans_below", None)
+        return plan
 
     def _group_values(self, sizes) -> None:
         """Order the value functions (the mechanism's first, then time's) and build their map S."""
@@ -184,6 +193,36 @@ class _KindPlan:
         return Rows(Aa, Aw, b, self.spans, self.nv, self.nx, self.weight)
 
 
+    def rows_below(self, ctx: Context, Jc: np.ndarray, rhs: np.ndarray, labels: list) -> Rows:
+        """The constraints' rows ``Jc a = rhs`` (k rows) above this kind's rows at the context's state and
+        time: what ``Rows.stack`` makes of the two, built in one allocation per block."""
+        nv, nx, k, m = self.nv, self.nx, len(rhs), self.m
+        first = ("constraints", "constraint", 0, k)
+        if not m:
+            return Rows(Jc, None, rhs, [first], nv, nx, labels={"constraints": labels})
+        Aa = np.empty((k + m, nv))
+        Aa[:k] = Jc
+        Aa[k:] = 0.0 if self.a0 is None else self.a0
+        Aw = None
+        if self.w0 is not None:
+            Aw = np.empty((k + m, nx - nv))
+            Aw[:k] = 0.0
+            Aw[k:] = self.w0
+        b = np.empty(k + m)
+        b[:k] = rhs
+        mine = b[k:]
+        mine[:] = self._values(ctx, self.b0) if self.vals else self.b0
+        if self.jac:
+            fill_jacobians(self.jac, ctx.mech, Aa[k:])
+        if self.generic:
+            fill_generic(self.generic, ctx, Aa[k:], Aw[k:], mine)
+        np.negative(mine, out=mine)
+        spans = self.__dict__.get("_spans_below")
+        if spans is None or spans[0] != k:  # (the spans moved down by k: kept while k is)
+            spans = self._spans_below = (k, [first] + [(n, kind, i + k, j + k) for n, kind, i, j in self.spans])
+        return Rows(Aa, Aw, b, spans[1], nv, nx, None, {"constraints": labels})
+
+
 def _weights(weight, m: int) -> np.ndarray:
     """A cost's weight per row (m,)."""
     if np.ndim(weight) == 0:
@@ -194,9 +233,12 @@ def _weights(weight, m: int) -> np.ndarray:
 class _SetPlan:
     """An equation set compiled for one layout and mechanism (valid for one statement structure)."""
 
-    def __init__(self, eqs: EquationSet, ctx: Context):
+    def __init__(self, eqs: EquationSet, ctx: Context, previous: "_SetPlan | None" = None):
         L = ctx.layout
         nv, nx = L.nv, L.nx
+        # a kind whose statements are the very ones compiled before (only another kind changed at an
+        # event: a walk's phase swaps control equations, its costs stay) keeps its stacked plan
+        self._previous = previous
         unknown_cols = _assigned_columns(eqs, L) if eqs.assignments else {}
         eq_items = [(name, "control", _compiled(eq, lambda s: s.residual, ctx, name, "control equation"), None)
                     for name, eq in eqs.equations.items()]
@@ -207,12 +249,29 @@ class _SetPlan:
                 eq_items.append((name, "assignment", _compiled(asg, _assignment_rows, ctx, name, "assignment"), None))
             else:
                 self.fixed.append((name, cols, asg))
-        self.equalities = _KindPlan(eq_items, nv, nx)
+        self.equalities = self._kind("equalities", eq_items, nv, nx)
         self.costs = self._weighted(eqs.costs, "cost", ctx)
         self.regularizations = self._weighted(eqs.regularizations, "regularization", ctx)
-        self.inequalities = _KindPlan(
-            [(name, "inequality", _compiled(ineq, lambda s: s.expr, ctx, name, "inequality"), None)
-             for name, ineq in eqs.inequalities.items()], nv, nx)
+        self.inequalities = self._kind("inequalities", [
+            (name, "inequality", _compiled(ineq, lambda s: s.expr, ctx, name, "inequality"), None)
+            for name, ineq in eqs.inequalities.items()], nv, nx)
+        self._previous = None
+
+    def _kind(self, attr: str, items: list, nv: int, nx: int) -> _KindPlan:
+        """The kind's stacked plan: the previous plan's when made of the same compiled statements (by
+        identity), names, kinds, weights and sizes; else a new one."""
+        old = None if self._previous is None else getattr(self._previous, attr)
+        # (rows on the accelerations alone do not depend on the torque and force columns: kept while
+        # constraints come and go, as their compiled statements are)
+        on_a = old is not None and old.w0 is None and not old.writes_w
+        if old is not None and old.nv == nv and (old.nx == nx or on_a) and len(old.items) == len(items):
+            for (n0, k0, c0, w0), (n1, k1, c1, w1) in zip(old.items, items):
+                if n0 != n1 or k0 != k1 or c0 is not c1 or (w1 is not None and not np.array_equal(w0, w1)):
+                    break
+            else:
+                if old.weight is None or np.array_equal(old.weight, np.concatenate([w for *_, w in items])):
+                    return old if old.nx == nx else old.for_columns(nx)
+        return _KindPlan(items, nv, nx)
 
     def set_weight(self, name: str, weight) -> int | None:
         """A weighted statement's new weight in its kind's stacked weights (the stacked array is
@@ -234,13 +293,12 @@ class _SetPlan:
         kind.weight = stacked
         return j - i
 
-    @staticmethod
-    def _weighted(statements: dict, kind: str, ctx: Context) -> "_KindPlan":
+    def _weighted(self, statements: dict, kind: str, ctx: Context) -> "_KindPlan":
         items = []
         for name, c in statements.items():
             comp = _compiled(c, lambda s: s.expr, ctx, name, kind)
             items.append((name, kind, comp, _weights(c.weight, comp.m)))
-        return _KindPlan(items, ctx.layout.nv, ctx.layout.nx)
+        return self._kind("costs" if kind == "cost" else "regularizations", items, ctx.layout.nv, ctx.layout.nx)
 
     def fixed_values(self, ctx: Context) -> list[tuple[str, np.ndarray, np.ndarray]]:
         """(name, columns, values) of the assignments of unknowns at the context's time and state."""
@@ -262,6 +320,6 @@ def _set_plan(eqs: EquationSet, ctx: Context) -> _SetPlan:
     c = eqs.cache.get("plan")
     if c is not None and c[0] == eqs.structure and c[1] is ctx.layout and c[2] is ctx.mech:
         return c[3]
-    plan = _SetPlan(eqs, ctx)
+    plan = _SetPlan(eqs, ctx, c[3] if c is not None and c[2] is ctx.mech else None)
     eqs.cache["plan"] = (eqs.structure, ctx.layout, ctx.mech, plan)
     return plan

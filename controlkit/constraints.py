@@ -308,12 +308,18 @@ class JointLock(Constraint):
         self.q_locked = mech.q[self.qs].copy()
         self._J = np.zeros((self.size, mech.nv))
         self._J[:, self.vs] = np.eye(self.size)
+        self._zero = np.zeros(self.size)
+        self._zero.setflags(write=False)  # (the drift: shared by every evaluation)
 
     def error(self):
         q = self.mech.q[self.qs]
         if q.size == self.size:
             return q - self.q_locked
         return np.zeros(self.size)  # multi-dof Lie-group joint: velocity-level lock only
+
+    def terms(self):
+        # (at every evaluation while a toe is held: one call; the Jacobian and the zero drift are constant)
+        return self.error(), self._J, self._zero
 
     def jacobian(self):
         return self._J

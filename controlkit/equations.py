@@ -374,13 +374,10 @@ def build_problem(mech, eqs: EquationSet, t: float, f_ext: np.ndarray | None = N
     h = mech.bias_forces()
     bias = h if f_ext is None else h - f_ext
     cons, Jc, Jf, rhs, labels, layout = _constraint_rows(mech, eqs, layout)
-    nv, nx = layout.nv, layout.nx
     ctx = Context(mech, t, layout)
     plan = _set_plan(eqs, ctx)
-    eq_rows = plan.equalities.rows(ctx)
-    if len(Jc):
-        eq_rows = Rows.stack(Rows(Jc, None, rhs, [("constraints", "constraint", 0, len(rhs))], nv, nx,
-                                  labels={"constraints": labels}), eq_rows)
+    # (the constraints' rows above the equalities', in one allocation)
+    eq_rows = plan.equalities.rows_below(ctx, Jc, rhs, labels) if len(Jc) else plan.equalities.rows(ctx)
     ineq_rows = _inequality_rows(cons, plan.inequalities, ctx)
     return Problem(t, layout, None, bias, mech.S, Jc, eq_rows, plan.fixed_values(ctx) if plan.fixed else [],
                    plan.costs.rows(ctx), ineq_rows,

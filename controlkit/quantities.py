@@ -175,6 +175,14 @@ class JointAngle(Quantity):
     def drift(self, mech):
         return np.zeros(1)
 
+    def acceleration_form(self, ctx) -> tuple | None:
+        """A joint's acceleration is a constant selection of the unknowns (J constant, no drift): it
+        compiles into the constant rows, with nothing to evaluate per state."""
+        if type(self).acceleration is not Quantity.acceleration or type(self).jacobian is not JointAngle.jacobian \
+                or type(self).drift is not JointAngle.drift:
+            return super().acceleration_form(ctx)
+        return (LIN, self.acceleration(ctx))
+
 
 class CachedQuantity(Quantity):
     """A quantity whose value, rate, Jacobian and drift are computed together once per state.

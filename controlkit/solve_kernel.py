@@ -42,6 +42,8 @@ _dgeqrf = _lapack("dgeqrf", 8)    # m, n, a, lda, tau, work, lwork, info
 _dormqr = _lapack("dormqr", 13)   # side, trans, m, n, k, a, lda, tau, c, ldc, work, lwork, info
 _dtrtri = _lapack("dtrtri", 6)    # uplo, diag, n, a, lda, info
 _dgesdd = _lapack("dgesdd", 14)   # jobz, m, n, a, lda, s, u, ldu, vt, ldvt, work, lwork, iwork, info
+_dpotrf = _lapack("dpotrf", 5)    # uplo, n, a, lda, info
+_dpotrs = _lapack("dpotrs", 8)    # uplo, n, nrhs, a, lda, b, ldb, info
 
 
 # (every array whose address goes to LAPACK is used after the call, if only its size: numba frees an
@@ -214,15 +216,16 @@ def lstsq_kernel(Mi, S, G, bias, Ea, Ew, eb, Ca, Cw, cw, cb, rank_tol, residual_
             return fail
     used_costs = False
     if Ca.shape[0] and N.shape[1]:
-        C = Ca.dot(P) + Cw
-        d = cb - Ca.dot(p0)
-        for i in range(C.shape[0]):
-            C[i] *= cw[i]
+        # the cost rows on the null space left, (Ca P + Cw) N, and their residual at y, without forming
+        # Ca P (mc x nw): through P N (nv x free) and the accelerations P y + p0
+        CN = Ca.dot(np.ascontiguousarray(P.dot(N))) + Cw.dot(N)
+        d = cb - Ca.dot(P.dot(y) + p0) - Cw.dot(y)
+        for i in range(CN.shape[0]):
+            CN[i] *= cw[i]
             d[i] *= cw[i]
-        CN = C.dot(N)
         if CN.shape[0] < CN.shape[1]:
             return fail
-        ok, z, K = _tall(CN, d - C.dot(y), rank_tol)
+        ok, z, K = _tall(CN, d, rank_tol)
         if not ok:
             return fail
         y = y + N.dot(z)
@@ -244,3 +247,46 @@ def lstsq_kernel(Mi, S, G, bias, Ea, Ew, eb, Ca, Cw, cw, cb, rank_tol, residual_
     x[:nv] = P.dot(y) + p0
     x[nv:] = y
     return True, x, N, PN, np.abs(P).max(), used_costs
+
+
+@numba.njit(cache=True)
+def delassus_kernel(Mi, J, r, rcond, cond_max):
+    """``M^-1 J^T (J M^-1 J^T)^-1 r`` (nv,) by the Cholesky factor U of the Delassus matrix ``D = J M^-1 J^T``
+    (Mi (nv, nv) = M^-1, J (k, nv), r (k,)), for :func:`sim.stabilization.project_state`; ok False when the
+    bound ``|U|_F`` over ``1 / |U^-1|_F`` (D's singular values are those of ``J L^-T`` squared) does not
+    prove the weighted Jacobian of full rank at ``rcond`` and conditioned below ``cond_max``, or LAPACK fails.
+
+    One call for what the Python path does in eight (products, ``dpotrf``, ``dtrtri``, the bound, ``dpotrs``)."""
+    k = J.shape[0]
+    nv = J.shape[1]
+    MJt = Mi.dot(np.ascontiguousarray(J.T))  # (nv, k)
+    D = J.dot(MJt)
+    U = np.empty((k, k), dtype=np.float64).T  # (Fortran order)
+    U[:, :] = D
+    Ui = np.zeros((k, k), dtype=np.float64).T
+    iv = np.array([k, k, 1, 0, 0], dtype=np.int32)
+    ch = np.array([85, 78], dtype=np.uint8)  # 'U', 'N'
+    p, c = iv.ctypes.data, ch.ctypes.data
+    _dpotrf(c, p, U.ctypes.data, p + 4, p + 12)
+    if iv[3] != 0:
+        return False, np.zeros(nv)
+    uu = 0.0
+    for j in range(k):
+        for i in range(j + 1):
+            Ui[i, j] = U[i, j]
+            uu += U[i, j] * U[i, j]
+    _dtrtri(c, c + 1, p, Ui.ctypes.data, p + 4, p + 16)
+    if iv[4] != 0:
+        return False, np.zeros(nv)
+    ii = 0.0
+    for j in range(k):
+        for i in range(j + 1):
+            ii += Ui[i, j] * Ui[i, j]
+    s_max_ub, s_min_lb = np.sqrt(uu), 1.0 / np.sqrt(ii)
+    if not (s_min_lb > 2.0 * rcond * s_max_ub and s_max_ub <= cond_max * s_min_lb):
+        return False, np.zeros(nv)
+    y = r.copy()
+    _dpotrs(c, p, p + 8, U.ctypes.data, p + 4, y.ctypes.data, p + 4, p + 12)
+    if iv[3] != 0 or ch.size != 2 or Ui.size == 0:
+        return False, np.zeros(nv)
+    return True, MJt.dot(y)

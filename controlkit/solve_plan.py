@@ -24,9 +24,13 @@ def _arg(A: np.ndarray | None, m: int, n: int | None = None) -> np.ndarray:
     for None). One array type for every argument, so numba compiles the kernel once."""
     if A is None:
         return np.zeros((m, n) if n is not None else m)
-    if A.flags.c_contiguous and A.flags.writeable and A.dtype == np.float64:
+    # (eleven arguments per evaluation: one flags object, and the dtype compared by identity)
+    if A.dtype is _F64 and A.flags.carray:  # C-contiguous, aligned and writable
         return A
     return np.array(A, dtype=np.float64, order="C")
+
+
+_F64 = np.dtype(np.float64)
 
 
 _KERNEL: list = []

@@ -70,10 +70,10 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import pinocchio as pin
 
 from controlkit.expressions import acc, pos, vel
 from controlkit.quantities import CachedQuantity, Quantity
-from controlkit.vec3 import cross
 from controllers.gait import Gait
 from controllers.primitives import Quintic, orient_with_pd, pd_time_constant, rotation, set_angle_with_pd, track
 
@@ -86,6 +86,8 @@ __all__ = ["walk", "THESIS_GAIT", "Leg", "move_heel_to_target", "initialize", "B
 THESIS_GAIT = Gait(stride=0.5, step_time=0.5, clearance=0.06, inside_step_fraction=0.20,
                    strike_speed=-0.05, strike_forward_speed=0.02)
 DIRECTION = np.array([1.0, 0.0, 0.0])      # walking direction
+_DIRECTION = tuple(DIRECTION.tolist())     # (as floats, for the per-evaluation algebra)
+LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 FOOT_STRIKE_ORIENTATION = rotation(-10.0, (0, 1, 0))  # 10 deg about the lateral axis: toes up
 TORSO_ORIENTATION = rotation(10.0, (0, 1, 0))         # thesis: the same rotation as the foot (note 7): leaning forward
 
@@ -224,15 +226,21 @@ class KneeHeading(CachedQuantity):
         self._version = -1
 
     def _evaluate(self, mech):
-        y = mech.kinematics().oMf[self.fid].rotation[:, 1]  # the knee turns about the thigh's y
-        w = mech.frame_velocity(self.fid).angular
-        dw = mech.frame_drift(self.fid)[3:]
-        n = cross(y, DIRECTION)  # d/dt (y . d) = (w x y) . d = w . (y x d)
-        # (ndarray.dot: numpy's @ costs a microsecond more per small product, at every evaluation)
-        J = n.dot(mech.frame_jacobian(self.fid)[3:])[None, :]
+        # at every evaluation: Pinocchio's getters called directly and the 3-vector algebra on
+        # Python floats (numpy's per-call cost is most of the work on arrays of three)
+        model, d, fid = mech.model, mech.kinematics(), self.fid
+        y0, y1, y2 = d.oMf[fid].rotation[:, 1].tolist()  # the knee turns about the thigh's y
+        w0, w1, w2 = pin.getFrameVelocity(model, d, fid, LWA).angular.tolist()
+        a0, a1, a2 = pin.getFrameClassicalAcceleration(model, d, fid, LWA).angular.tolist()
+        d0, d1, d2 = _DIRECTION
+        # n = y x d: d/dt (y . d) = (w x y) . d = w . (y x d)
+        n0, n1, n2 = y1 * d2 - y2 * d1, y2 * d0 - y0 * d2, y0 * d1 - y1 * d0
+        J = np.array([n0, n1, n2]).dot(pin.getFrameJacobian(model, d, fid, LWA)[3:])[None, :]
         # d2/dt2 (y . d) = (dw x y + w x (w x y)) . d
-        drift = np.array([dw.dot(n) + w.dot(y) * w.dot(DIRECTION) - w.dot(w) * y.dot(DIRECTION)])
-        return np.array([y.dot(DIRECTION)]), np.array([w.dot(n)]), J, drift
+        wd = w0 * d0 + w1 * d1 + w2 * d2
+        yd = y0 * d0 + y1 * d1 + y2 * d2
+        drift = (a0 * n0 + a1 * n1 + a2 * n2) + (w0 * y0 + w1 * y1 + w2 * y2) * wd - (w0 * w0 + w1 * w1 + w2 * w2) * yd
+        return np.array([yd]), np.array([w0 * n0 + w1 * n1 + w2 * n2]), J, np.array([drift])
 
 
 class BodyAccelerations(Quantity):
@@ -249,11 +257,24 @@ class BodyAccelerations(Quantity):
         self.size = 6 * len(self.fids)
         self.name = "accelerations of " + ", ".join(self.bodies)
 
+    # (at every evaluation: each frame's rows straight from Pinocchio's getters into one new array)
     def jacobian(self, mech):
-        return np.vstack([mech.frame_jacobian(f) for f in self.fids])
+        model, d = mech.model, mech.kinematics()
+        J = np.empty((self.size, mech.nv))
+        k = 0
+        for f in self.fids:
+            J[k:k + 6] = pin.getFrameJacobian(model, d, f, LWA)
+            k += 6
+        return J
 
     def drift(self, mech):
-        return np.concatenate([mech.frame_drift(f) for f in self.fids])
+        model, d = mech.model, mech.kinematics()
+        out = np.empty(self.size)
+        k = 0
+        for f in self.fids:
+            out[k:k + 6] = pin.getFrameClassicalAcceleration(model, d, f, LWA).vector
+            k += 6
+        return out
 
 
 # ------------------------------------------------------------------ Fig. 6.7
@@ -286,13 +307,17 @@ class SwingPath:
         lift = h * s * s * (1 - s) ** 2
         rate = h * (2 * s - 6 * s**2 + 4 * s**3) / T
         accel = h * (2 - 12 * s + 12 * s**2) / T**2 if 0.0 < s < 1.0 else 0.0
-        up = np.array([0.0, 0.0, 1.0])
-        return p + lift * up, v + rate * up, a + accel * up
+        # (the quintic's arrays are new at every call: lifted in place, at every evaluation)
+        p[2] += lift
+        v[2] += rate
+        a[2] += accel
+        return p, v, a
 
 
 def distance_to_target(ctl, leg: Leg, target: np.ndarray) -> float:
     """Distance (m) of the heel from its target."""
-    return float(np.linalg.norm(position(ctl, leg.heel) - target))
+    d = position(ctl, leg.heel) - target
+    return math.sqrt(d.dot(d))  # (np.linalg.norm's own arithmetic, without its checks: a guard, every step)
 
 
 # ------------------------------------------------------------------ Fig. 6.8
@@ -301,11 +326,22 @@ def initialize(ctl, bodies=BODIES) -> None:
     ctl.add_cost("body accelerations", acc(BodyAccelerations(ctl.mech, bodies)))
     torso, lf, rf = ctl.point("torso"), ctl.point("foot_l"), ctl.point("foot_r")
     horizontal = np.array([[1.0, 0, 0], [0, 1.0, 0]])
+    mech = ctl.mech
+    model, fids = mech.model, (lf.fid, rf.fid, torso.fid)
 
     def F(t):
-        mid = 0.5 * (ctl.value(lf) + ctl.value(rf)) - ctl.value(torso)
-        mid_v = 0.5 * (ctl.velocity(lf) + ctl.velocity(rf)) - ctl.velocity(torso)
-        return horizontal.dot(CENTRING_KP * mid + CENTRING_KV * mid_v)
+        # read inside an assembly, at the state being evaluated: Pinocchio's getters directly, the
+        # arithmetic on Python floats (the same operations as on the (3,) arrays: the same values)
+        d = mech.kinematics()
+        oMf = d.oMf
+        lx, ly, _ = oMf[fids[0]].translation.tolist()
+        rx, ry, _ = oMf[fids[1]].translation.tolist()
+        tx, ty, _ = oMf[fids[2]].translation.tolist()
+        ulx, uly, _ = pin.getFrameVelocity(model, d, fids[0], LWA).linear.tolist()
+        urx, ury, _ = pin.getFrameVelocity(model, d, fids[1], LWA).linear.tolist()
+        utx, uty, _ = pin.getFrameVelocity(model, d, fids[2], LWA).linear.tolist()
+        return np.array([CENTRING_KP * (0.5 * (lx + rx) - tx) + CENTRING_KV * (0.5 * (ulx + urx) - utx),
+                         CENTRING_KP * (0.5 * (ly + ry) - ty) + CENTRING_KV * (0.5 * (uly + ury) - uty)])
 
     ctl.add_cost("torso centring", horizontal @ acc(torso) - F, CENTRING_WEIGHT)
 

@@ -20,7 +20,7 @@ import math
 from typing import Iterable, Sequence
 
 import numpy as np
-from scipy.linalg import lapack, solve_triangular
+from scipy.linalg import solve_triangular
 
 from controlkit.errors import ControlkitError, SimulationError
 from controlkit.singular import without_noise_rows
@@ -293,23 +293,34 @@ PROJECTION_COUNTS = {"delassus": 0, "reference": 0}
 DELASSUS_COND_MAX = 1e6
 
 
-def _delassus_map(mech, cons: list, rcond: float):
-    """``(M^-1 J^T, Cholesky factor of J M^-1 J^T, J)`` at the mechanism's state, or None when no bound
-    proves the weighted Jacobian of full row rank at ``rcond`` (what the SVD of the reference would
+_DELASSUS: list = []
+
+
+def _delassus(mech, J: np.ndarray, r: np.ndarray, rcond: float) -> np.ndarray | None:
+    """``M^-1 J^T (J M^-1 J^T)^-1 r`` at the mechanism's state by the Cholesky factor of the Delassus matrix,
+    in one compiled call (:func:`controlkit.solve_kernel.delassus_kernel`, loaded on first use); None when no
+    bound proves the weighted Jacobian of full row rank at ``rcond`` (what the SVD of the reference would
     keep) and conditioned below :data:`DELASSUS_COND_MAX`."""
-    J = stack_jacobians(cons, mech.nv)
-    MJt = mech.mass_inverse().dot(J.T)
-    U, info = lapack.dpotrf(J.dot(MJt))  # D = U^T U; D's singular values are A's squared (A = J L^-T)
-    if info != 0:
-        return None
-    Ui, info = lapack.dtrtri(U)
-    if info != 0:
-        return None
-    u, ui = U.ravel(), Ui.ravel()
-    s_max_ub, s_min_lb = math.sqrt(float(u.dot(u))), 1.0 / math.sqrt(float(ui.dot(ui)))
-    if not (s_min_lb > 2.0 * rcond * s_max_ub and s_max_ub <= DELASSUS_COND_MAX * s_min_lb):
-        return None
-    return MJt, U, J
+    if not _DELASSUS:
+        from controlkit.solve_kernel import delassus_kernel
+        _DELASSUS.append(delassus_kernel)
+    ok, x = _DELASSUS[0](np.ascontiguousarray(mech.mass_inverse(), dtype=float), np.ascontiguousarray(J, dtype=float),
+                         np.ascontiguousarray(r, dtype=float), rcond, DELASSUS_COND_MAX)
+    return x if ok else None
+
+
+def _rows(cons: list, nv: int) -> tuple[np.ndarray, np.ndarray]:
+    """(phi (k,), J (k, nv)) at the mechanism's state, from each constraint's ``terms()`` (one call for
+    both); J's rows of rounding noise are exact zeros, as :func:`stack_jacobians` makes them."""
+    if len(cons) == 1:
+        phi, J, _ = cons[0].terms()
+        return np.asarray(phi, dtype=float).reshape(-1), without_noise_rows(np.asarray(J, dtype=float).reshape(-1, nv))
+    phis, Js = [], []
+    for c in cons:  # (every step: a loop, no comprehension objects)
+        phi, J, _ = c.terms()
+        phis.append(np.asarray(phi, dtype=float).reshape(-1))
+        Js.append(np.asarray(J, dtype=float).reshape(-1, nv))
+    return np.concatenate(phis), without_noise_rows(np.vstack(Js))
 
 
 def _project_delassus(mech, cons: list, q: np.ndarray, v: np.ndarray, tol: float, max_iter: int, rcond: float):
@@ -317,23 +328,21 @@ def _project_delassus(mech, cons: list, q: np.ndarray, v: np.ndarray, tol: float
     zeros = np.zeros(mech.nv)
     for it in range(int(max_iter) + 1):
         mech.set_state(q, zeros, check=False)
-        phi = stack_errors(cons)
-        residual = float(np.max(np.abs(phi))) if phi.size else 0.0
+        phi, J = _rows(cons, mech.nv)
+        residual = float(np.abs(phi).max()) if phi.size else 0.0
         if residual <= tol:
             break
         if it == max_iter or not math.isfinite(residual):
             return None
-        m = _delassus_map(mech, cons, rcond)
-        if m is None:
+        dq = _delassus(mech, J, phi, rcond)
+        if dq is None:
             return None
-        MJt, U, _ = m
-        q = mech.integrate(q, -MJt.dot(lapack.dpotrs(U, phi)[0]))
+        q = mech.integrate(q, -dq)
     # the velocities at the final q (J and M^-1 depend on q only: the state (q, 0) serves)
-    m = _delassus_map(mech, cons, rcond)
-    if m is None:
+    dv = _delassus(mech, J, J.dot(v), rcond)
+    if dv is None:
         return None
-    MJt, U, J = m
-    return q, v - MJt.dot(lapack.dpotrs(U, J.dot(v))[0])
+    return q, v - dv
 
 
 def project_state(mech, constraints: Iterable, q: np.ndarray, v: np.ndarray, *, tol: float = 1e-12,

@@ -169,3 +169,20 @@ def test_simulator_refuses_an_unknown_evaluation_path_by_name():
     mech = pendulum(2)
     with pytest.raises(ArgumentError, match="evaluation must be 'plan' or 'reference'"):
         Simulator(mech, evaluation="fast")
+
+
+def test_delassus_kernel_agrees_with_numpy_and_declines_dependent_rows():
+    """The projection's compiled correction M^-1 J^T (J M^-1 J^T)^-1 r against NumPy's solve, and a
+    repeated constraint row (a singular Delassus matrix) handed back to the reference."""
+    from controlkit.solve_kernel import delassus_kernel
+    from sim.stabilization import DELASSUS_COND_MAX
+    rng = np.random.default_rng(7)
+    B = rng.standard_normal((9, 9))
+    Mi = np.linalg.inv(B @ B.T + 9.0 * np.eye(9))  # a mass matrix's inverse: symmetric positive definite
+    J = rng.standard_normal((4, 9))
+    r = rng.standard_normal(4)
+    ok, x = delassus_kernel(Mi, J, r, 1e-10, DELASSUS_COND_MAX)
+    assert ok
+    _close(Mi @ J.T @ np.linalg.solve(J @ Mi @ J.T, r), x, "Delassus correction")
+    ok, _ = delassus_kernel(Mi, np.vstack([J, J[1]]), np.append(r, r[1]), 1e-10, DELASSUS_COND_MAX)
+    assert not ok
