@@ -88,7 +88,8 @@ def lean_accel(mech, eqs: EquationSet) -> Callable[[float, np.ndarray, np.ndarra
     leaves the mechanism alone: its state, ``solution`` and caches are not set, and Pinocchio's
     data is overwritten (the caller calls ``mech.kernels_overwritten()`` before reading the
     mechanism again). Calls count in ``mech.times.calls``; q and v are read during the call only.
-    The function is valid until the statements or the constraints change.
+    The function is valid until the statements or the constraints change; its ``aba_args`` are
+    (model, data, gen), the call being ``pin.aba(model, data, q, v, gen)``.
     """
     if mech.constraints:
         return None
@@ -101,6 +102,7 @@ def lean_accel(mech, eqs: EquationSet) -> Callable[[float, np.ndarray, np.ndarra
         T.calls += 1
         return aba(model, data, q, v, gen)
 
+    accel.aba_args = (model, data, gen)  # (a loop calling aba itself counts its calls in mech.times)
     return accel
 
 

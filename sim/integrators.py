@@ -121,7 +121,7 @@ def _rk4_dense_weights(theta: float) -> np.ndarray:
     return np.array([b1, b2, b2, b4])
 
 
-_RK4_WEIGHTS = np.array([1.0, 2.0, 2.0, 1.0])
+_RK4_WEIGHTS = np.array([1.0, 2.0, 2.0, 1.0])  # times h / 6
 
 
 def _rk4_core(system: System, t: float, q, v, h: float, a0: np.ndarray, scratch: "_RK4Scratch | None" = None):
@@ -150,22 +150,22 @@ def _rk4_core(system: System, t: float, q, v, h: float, a0: np.ndarray, scratch:
 class _RK4Scratch:
     """RK4's stage storage on a flat group of nv coordinates, allocated once with its views.
 
-    One block ``G`` (3, 4, nv) holds the stage configurations Q, velocities W and accelerations
-    K, so that stage i's state (q_i; v_i) = G[0:2, i] and its derivative (v_i; a_i) = G[1:3, i]
-    are (2, nv) views: a stage's ``x_i = x_0 + h_i f_{i-1}`` is one product and one sum over q
-    and v together, elementwise the same operations as q + h_i W and v + h_i K. Stage 0 is the
-    step's start: ``Q[0]``, ``V[0]``, ``A[0]`` hold q, v and a there.
+    Row i of ``G`` (4, 3 nv) is stage i's (q_i, v_i, a_i): its state x_i = (q_i, v_i) = G[i, :2nv]
+    and its derivative f_i = (v_i, a_i) = G[i, nv:] are contiguous, so a stage's
+    ``x_i = x_0 + h_i f_{i-1}`` is one product and one sum over q and v together (elementwise
+    the operations q + h_i W and v + h_i K), and the step's ``x_0 + (h/6) (f_0 + 2 f_1 + 2 f_2 + f_3)``
+    one matrix-vector product over the rows' derivatives and one sum. Row 0 is the step's start.
     """
 
     def __init__(self, nv: int):
-        G = np.zeros((3, 4, nv))
-        self.nv, self.G, self.WK, self.W, self.K = nv, G, G[1:], G[1], G[2]
-        self.X = [G[0:2, i] for i in range(4)]
-        self.F = [G[1:3, i] for i in range(4)]
-        self.Q = [G[0, i] for i in range(4)]
-        self.V = [G[1, i] for i in range(4)]
-        self.A = [G[2, i] for i in range(4)]
-        self.T = np.empty((2, nv))
+        G = np.zeros((4, 3 * nv))
+        self.nv, self.G, self.Fs = nv, G, G[:, nv:]
+        self.X = [G[i, :2 * nv] for i in range(4)]
+        self.F = [G[i, nv:] for i in range(4)]
+        self.Q = [G[i, :nv] for i in range(4)]
+        self.V = [G[i, nv:2 * nv] for i in range(4)]
+        self.A = [G[i, 2 * nv:] for i in range(4)]
+        self.T = np.empty(2 * nv)
 
     def fits(self, system: System, v: np.ndarray) -> bool:
         """Whether these buffers serve a step of ``system`` from velocity v: a flat group of nv coordinates."""
@@ -183,30 +183,42 @@ class _RK4Scratch:
             add(X0, T, out=X[i])
             A[i][:] = accel(t + c, Q[i], V[i]) if borrows else accel(t + c, Q[i].copy(), V[i].copy())
 
-    def advance(self, accel: Callable, t: float, h: float) -> None:
-        """One RK4 step of h (s) in place: (Q[0], V[0]) from the state at t to the state at t + h
-        (A[0] is left as the start's acceleration). ``accel`` borrows its arguments."""
-        self.stages(accel, True, t, h)
-        wts = _RK4_WEIGHTS * (h / 6.0)
-        u1 = wts @ self.W  # (before V[0] = W[0] changes)
-        np.add(self.Q[0], u1, out=self.Q[0])
-        np.add(self.V[0], wts @ self.K, out=self.V[0])
+    def step_aba(self, aba: Callable, model, data, gen: np.ndarray, h: float, wts: np.ndarray,
+                 out: "_RK4Scratch") -> None:
+        """One step of h (s) from row 0 (Q[0], V[0], A[0]) for ``a = aba(model, data, q, v, gen)``
+        (time-invariant: Pinocchio's ``pin.aba`` with fixed generalized forces gen (nv,)), its end
+        state into ``out``'s X[0]. ``wts`` = (1, 2, 2, 1) h / 6. The operations of
+        :meth:`stages` and :func:`_rk4_flat`, in their order."""
+        X, F, Q, V, A, T = self.X, self.F, self.Q, self.V, self.A, self.T
+        X0, multiply, add = X[0], np.multiply, np.add
+        h2 = 0.5 * h
+        multiply(F[0], h2, out=T)
+        add(X0, T, out=X[1])
+        A[1][:] = aba(model, data, Q[1], V[1], gen)
+        multiply(F[1], h2, out=T)
+        add(X0, T, out=X[2])
+        A[2][:] = aba(model, data, Q[2], V[2], gen)
+        multiply(F[2], h, out=T)
+        add(X0, T, out=X[3])
+        A[3][:] = aba(model, data, Q[3], V[3], gen)
+        add(X0, wts @ self.Fs, out=out.X[0])
 
 
 def _rk4_flat(system: System, t: float, q, v, h: float, a0: np.ndarray, s: _RK4Scratch):
-    """:func:`_rk4_core` on a flat group in ``s``'s buffers: the same operations on the same values
-    (bit-identical results), about half the array calls. W and K returned are a copy (the
-    step's interpolant keeps them; the buffers serve the next step). A system that ``borrows``
-    evaluates on views of the buffers; others get copies."""
+    """:func:`_rk4_core` on a flat group in ``s``'s buffers: the stages' operations are the same
+    (the stage rates W, K bit-identical); the step's sum is one product over both, (u1, dv) =
+    (h/6) (1, 2, 2, 1) (W | K), rounded as one BLAS call rounds it (within an ulp of u1, dv
+    formed apart). W and K returned are a copy (the step's interpolant keeps them; the buffers
+    serve the next step). A system that ``borrows`` evaluates on views of the buffers; others get copies."""
     s.Q[0][:] = q
     s.V[0][:] = v
     s.A[0][:] = a0
     s.stages(system.accel, getattr(system, "borrows", False), t, h)
-    WK = s.WK.copy()
-    wts = _RK4_WEIGHTS * (h / 6.0)
-    u1 = wts @ WK[0]
-    v1 = v + wts @ WK[1]
-    return q + u1, v1, u1, WK[0], WK[1]
+    nv = s.nv
+    W, K = s.Fs[:, :nv].copy(), s.Fs[:, nv:].copy()
+    d = (_RK4_WEIGHTS * (h / 6.0)) @ s.Fs
+    u1 = d[:nv]
+    return q + u1, v + d[nv:], u1, W, K
 
 
 class RK4(Integrator):
@@ -228,6 +240,19 @@ class RK4(Integrator):
             return None
         self._scratch = s = _RK4Scratch(v.shape[0])
         return s
+
+    def scratch_pair(self, system: System, v: np.ndarray) -> tuple[_RK4Scratch, _RK4Scratch] | None:
+        """Two stage-buffer sets for steps that alternate between them (:meth:`_RK4Scratch.step_aba`
+        from one into the other keeps the step's start), or None when the group is not flat."""
+        s = self.scratch_for(system, v)
+        if s is None:
+            return None
+        other = self._other
+        if other is None or other.nv != s.nv:
+            self._other = other = _RK4Scratch(s.nv)
+        return s, other
+
+    _other: _RK4Scratch | None = None
 
     def step(self, system, t, q, v, h, a0=None):
         h = _check_h(h, self.name)

@@ -1,16 +1,17 @@
-"""Steps without anything to watch, in one loop: the Simulator's path when a run has no event
-sources, timers, control hooks or programs, and the evaluation is lean (held torques, no
-constraints, no external force; :func:`controlkit.dynamics.lean_accel`).
+"""The Simulator's per-step path when there is nothing to watch.
 
-Between two such steps the simulator's per-step machinery (guards, control phase, the solve at
-the step's end, the solution object) has nothing to do, so :func:`run_plain` keeps the state in
-the integrator's stage buffers and loops over: the step's stages, the finiteness check, the
-acceleration at the step's end (one bare ``pin.aba``) and the recording. The arithmetic is the
-per-step path's (the same operations in the same order): the recording is bit-identical. The
-mechanism is set to the state reached, with its solution, when the loop ends.
+- :func:`plain_step`: one step without event sources (no guards to evaluate, compare or keep);
+  in the lean case (held torques, no constraints, no external force;
+  :func:`controlkit.dynamics.lean_accel`) the integrator's evaluations are bare ``pin.aba`` calls
+  (:func:`bare_system`).
+- :func:`run_plain`: a run with no event sources, timers, control hooks, programs or recorded
+  quantities, lean, under fixed-step RK4 on a flat group (nq == nv, every joint Euclidean): the
+  state stays in the integrator's stage buffers and one loop does the step's stages, the
+  finiteness check, the acceleration at the step's end (one bare ``pin.aba``) and the recording,
+  written straight into the recording's arrays. The mechanism is set to the state reached, with
+  its solution, when the loop returns.
 
-Fixed-step RK4 on a flat group (nq == nv, every joint Euclidean) takes it; other integrators
-and groups take the per-step path.
+Both do the per-step path's operations in its order: recordings are bit-identical to it.
 """
 from __future__ import annotations
 
@@ -18,68 +19,134 @@ import math
 import time as _time
 
 import numpy as np
+import pinocchio as pin
 
-from controlkit.dynamics import lean_solution
+from controlkit.dynamics import lean_accel, lean_solution
 from controlkit.errors import SimulationError
 
-from .integrators import RK4
+from .integrators import _RK4_WEIGHTS, RK4, PinocchioSystem
 
-#: steps per call of :func:`run_plain`: the run loop's progress and stop checks in between
+#: at most this many steps per call of :func:`run_plain` (the run loop's progress and stop checks in between)
 CHUNK = 1000
 
 
+def bare_system(sim) -> PinocchioSystem | None:
+    """The system whose evaluations are bare ``pin.aba`` calls on the held torques
+    (:func:`controlkit.dynamics.lean_accel`), when the lean case holds with the fast paths on,
+    no external force, no fallback and an integrator that needs only ``accel``; else None."""
+    if sim.mech.constraints or sim.external_force is not None or sim._fallback_active or \
+            sim.evaluation != "plan" or not sim.integrator.bare_ok:
+        return None
+    eqs = sim.equations
+    cached = sim._bare
+    if cached[0] is eqs and cached[1] == eqs.version:
+        return cached[2]
+    fn = lean_accel(sim.mech, eqs)
+    system = None if fn is None else sim.system.with_accel(fn, borrows=True)
+    sim._bare = (eqs, eqs.version, system)
+    return system
+
+
+def plain_step(sim, h: float, t_end: float) -> None:
+    """``Simulator._one_step`` without event sources (h s, the run ending at t_end s).
+
+    With a bare system the mechanism is set to the step's end after it: by the end's solve or,
+    when the method ends on an evaluation there (FSAL), from that evaluation
+    (:func:`controlkit.dynamics.lean_solution`)."""
+    bare = bare_system(sim)
+    if bare is None:
+        step = sim._attempt(h)
+        sim._accept(step)
+    else:
+        t0 = _time.perf_counter()
+        step = sim._attempt(h, system=bare)
+        sim.mech.kernels_overwritten()  # the bare calls ran aba on its data
+        sim.mech.times.pinocchio += _time.perf_counter() - t0
+        sim._accept(step)
+        if sim._a is not None:
+            lean_solution(sim.mech, sim.equations, step.q1, step.v1, sim._a)
+    sim._run_due_timers()
+    sim._control()
+    if sim._a is None or sim.equations.version != sim._eq_version or not sim.mech.state_is(sim.q, sim.v):
+        sim.solve_now()
+    sim._guards_now = None
+    sim._record(force=sim.t >= t_end - 1e-12)
+
+
 def run_plain(sim, t_end: float) -> bool:
-    """Advance ``sim`` by up to :data:`CHUNK` steps towards t_end (s) when nothing in the run needs
-    the per-step path; False (nothing done) otherwise."""
+    """Advance ``sim`` by up to :data:`CHUNK` RK4 steps towards t_end (s) in one loop when nothing
+    in the run needs the per-step path; False (nothing done) otherwise."""
     integ = sim.integrator
     if sim.sources or sim._timers or sim.control_phase or sim.programs is not None or sim._a is None \
-            or type(integ) is not RK4:
+            or sim.record_quantities or type(integ) is not RK4:
         return False
-    bare = sim._bare_system()
-    if bare is None:
-        return False
-    s = integ.scratch_for(bare, sim.v)
-    if s is None:
+    bare = bare_system(sim)
+    pair = None if bare is None else integ.scratch_pair(bare, sim.v)
+    if pair is None:
         return False
     if sim._restart:
         integ.reset()
         sim._restart = False
     wall0 = _time.perf_counter()
-    Q0, V0, A0 = s.Q[0], s.V[0], s.A[0]
-    Q0[:] = sim.q
-    V0[:] = sim.v
-    A0[:] = sim._a
-    eqs, mech, rec = sim.equations, sim.mech, sim.recording
-    accel, advance, append = bare.accel_fn, s.advance, rec.append
-    tau = eqs._held[2]
-    t, dt, max_step, every, steps = sim.t, sim.dt, sim.max_step, sim.record_every, sim.steps
-    last = (sim.q, sim.v, sim._a)
+    cur, nxt = pair
+    cur.Q[0][:] = sim.q
+    cur.V[0][:] = sim.v
+    cur.A[0][:] = sim._a
+    t, steps, every = sim.t, sim.steps, sim.record_every
+    dt = max(min(sim.dt, sim.max_step), 1e-14)
+    bound = min(CHUNK, int((t_end - t) / dt) + 2)
+    rec = sim.recording
+    n0, T_rec, Q_rec, V_rec, tau_rec = rec.reserve(bound // every + 2)
+    n = n0
+    model, data, gen = bare.accel_fn.aba_args
+    aba, isfinite = pin.aba, math.isfinite
+    h_w = wts = None
     done = 0
-    while t < t_end - 1e-12 and done < CHUNK:
-        h = max(min(dt, max_step, t_end - t), 1e-14)  # (Simulator._next_h with nothing to limit it)
-        advance(accel, t, h)
-        ql, vl = Q0.tolist(), V0.tolist()
-        if not math.isfinite(sum(ql) + sum(vl)) and not (np.isfinite(Q0).all() and np.isfinite(V0).all()):
-            _stop_at(sim, t, steps, last)
-            raise SimulationError(f"t = {t + h:.9g} s: the state became non-finite (NaN/inf) in {integ.name}",
-                                  t + h, sim.recording)
-        t += h
-        steps += 1
-        done += 1
-        A0[:] = accel(t, Q0, V0)
-        last = (ql, vl, A0)
-        if not steps % every or t >= t_end - 1e-12:
-            append(t, Q0, V0, tau)
-    sim.t, sim.q, sim.v, sim._a, sim.steps = t, Q0.copy(), V0.copy(), A0.copy(), steps
-    lean_solution(mech, eqs, sim.q, sim.v, sim._a)
-    sim._last_tau = tau.copy()
+    try:
+        while t < t_end - 1e-12 and done < CHUNK:
+            h = dt if t_end - t >= dt else max(min(sim.dt, sim.max_step, t_end - t), 1e-14)  # (Simulator._next_h)
+            if h != h_w:
+                h_w, wts = h, _RK4_WEIGHTS * (h / 6.0)
+            cur.step_aba(aba, model, data, gen, h, wts, nxt)
+            Q1, V1 = nxt.Q[0], nxt.V[0]
+            # (one product over every coordinate is finite only if they all are; overflow -> exact check)
+            if not isfinite(Q1.dot(V1)) and not (np.isfinite(Q1).all() and np.isfinite(V1).all()):
+                _stop_at(sim, cur, t, steps)
+                raise SimulationError(f"t = {t + h:.9g} s: the state became non-finite (NaN/inf) in {integ.name}",
+                                      t + h, sim.recording)
+            t += h
+            steps += 1
+            done += 1
+            nxt.A[0][:] = aba(model, data, Q1, V1, gen)
+            if not steps % every or t >= t_end - 1e-12:
+                T_rec[n] = t
+                Q_rec[n] = Q1
+                V_rec[n] = V1
+                n += 1
+            cur, nxt = nxt, cur
+    finally:
+        if rec.ntau:
+            tau_rec[n0:n] = eqs_tau(sim)
+        rec.commit(n - n0)
+        sim.mech.times.calls += 4 * done
+        sim.mech.times.pinocchio += _time.perf_counter() - wall0
+    sim.t, sim.q, sim.v, sim._a, sim.steps = t, cur.Q[0].copy(), cur.V[0].copy(), cur.A[0].copy(), steps
+    eqs = sim.equations
+    lean_solution(sim.mech, eqs, sim.q, sim.v, sim._a)
+    sim._last_tau = eqs_tau(sim).copy()
     sim._eq_version = eqs.version
     sim._guards_now = sim._free_since = None
-    mech.times.pinocchio += _time.perf_counter() - wall0
     return True
 
 
-def _stop_at(sim, t: float, steps: int, last) -> None:
-    """The simulator at the last finite state (t s, after ``steps`` steps) before a failed step."""
-    q, v, a = last
-    sim.t, sim.q, sim.v, sim._a, sim.steps = t, np.array(q, dtype=float), np.array(v, dtype=float), None, steps
+def eqs_tau(sim) -> np.ndarray:
+    """The held torques (ntau,) of the lean statements in force."""
+    return sim.equations._held[2]
+
+
+def _stop_at(sim, cur, t: float, steps: int) -> None:
+    """The simulator at the last finite state (t s, after ``steps`` steps; ``cur``'s stage 0) before
+    a failed step, the mechanism at the failed step's last stage (the last state evaluated)."""
+    sim.t, sim.q, sim.v, sim._a, sim.steps = t, cur.Q[0].copy(), cur.V[0].copy(), cur.A[0].copy(), steps
+    sim.mech.set_state(cur.Q[3].copy(), cur.V[3].copy(), check=False)
+    sim.mech.kernels_overwritten()

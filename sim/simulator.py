@@ -25,7 +25,7 @@ from typing import Callable
 
 import numpy as np
 
-from controlkit.dynamics import evaluate, lean_accel, lean_solution
+from controlkit.dynamics import evaluate
 from controlkit.equations import EquationSet
 from controlkit.errors import ArgumentError, ControlkitError, SimulationError, SolverError, StateError
 from controlkit.programs import ProgramRuntime
@@ -44,7 +44,7 @@ from .events import (
     same_guard_key,
 )
 from .integrators import PinocchioSystem, make_integrator
-from .plain_run import run_plain
+from .plain_run import plain_step, run_plain
 from .stabilization import project_positions, project_state, project_velocities
 from .validation import number as _number
 from .validation import run_duration
@@ -420,7 +420,7 @@ class Simulator:
             self.solve_now()
         h = self._next_h(t_end)
         if not self.sources:
-            return self._plain_step(h, t_end)
+            return plain_step(self, h, t_end)
         sources = self._active_sources()
         g0 = self._start_guards(sources)
         step = self._attempt(h)
@@ -458,49 +458,7 @@ class Simulator:
                 self._guards_now = (self._guard_key(sources), g_end)
         self._record(force=first is not None or self.t >= t_end - 1e-12)
 
-    def _plain_step(self, h: float, t_end: float) -> None:
-        """:meth:`_one_step` without event sources: no guards to evaluate, compare or keep.
-
-        In the lean case (held torques, no constraints, no external force) the integrator's
-        evaluations are bare ``pin.aba`` calls (:meth:`_bare_system`); the mechanism is set to the
-        step's end after it, by the end's solve or, when the method ends on an evaluation there
-        (FSAL), from that evaluation (:func:`controlkit.dynamics.lean_solution`)."""
-        bare = self._bare_system()
-        if bare is None:
-            step = self._attempt(h)
-            self._accept(step)
-        else:
-            t0 = _time.perf_counter()
-            step = self._attempt(h, system=bare)
-            self.mech.kernels_overwritten()  # the bare calls ran aba on its data
-            self.mech.times.pinocchio += _time.perf_counter() - t0
-            self._accept(step)
-            if self._a is not None:
-                lean_solution(self.mech, self.equations, step.q1, step.v1, self._a)
-        self._run_due_timers()
-        self._control()
-        if self._a is None or self.equations.version != self._eq_version or not self.mech.state_is(self.q, self.v):
-            self.solve_now()
-        self._guards_now = None
-        self._record(force=self.t >= t_end - 1e-12)
-
-    _bare = (None, -1, None)  # (equation set, its version, the bare system or None)
-
-    def _bare_system(self) -> PinocchioSystem | None:
-        """The system whose evaluations are bare ``pin.aba`` calls on the held torques
-        (:func:`controlkit.dynamics.lean_accel`), when the lean case holds with the fast paths on,
-        no external force, no fallback and an integrator that needs only ``accel``; else None."""
-        if self.mech.constraints or self.external_force is not None or self._fallback_active or \
-                self.evaluation != "plan" or not self.integrator.bare_ok:
-            return None
-        eqs = self.equations
-        cached = self._bare
-        if cached[0] is eqs and cached[1] == eqs.version:
-            return cached[2]
-        fn = lean_accel(self.mech, eqs)
-        system = None if fn is None else self.system.with_accel(fn, borrows=True)
-        self._bare = (eqs, eqs.version, system)
-        return system
+    _bare = (None, -1, None)  # (equation set, its version, its bare system or None): sim.plain_run.bare_system
 
     def _active_sources(self) -> list:
         out = []  # (every step: a loop, no comprehension object)
