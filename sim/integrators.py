@@ -181,27 +181,27 @@ class _RK4Scratch:
         for i, c in ((1, h2), (2, h2), (3, h)):
             multiply(F[i - 1], c, out=T)
             add(X0, T, out=X[i])
-            A[i][:] = accel(t + c, Q[i], V[i]) if borrows else accel(t + c, Q[i].copy(), V[i].copy())
+            A[i][...] = accel(t + c, Q[i], V[i]) if borrows else accel(t + c, Q[i].copy(), V[i].copy())
 
-    def step_aba(self, aba: Callable, model, data, gen: np.ndarray, h: float, wts: np.ndarray,
-                 out: "_RK4Scratch") -> None:
+    def step_aba(self, aba: Callable, model, data, gen: np.ndarray, h: np.ndarray, h2: np.ndarray,
+                 wts: np.ndarray, out: "_RK4Scratch") -> None:
         """One step of h (s) from row 0 (Q[0], V[0], A[0]) for ``a = aba(model, data, q, v, gen)``
         (time-invariant: Pinocchio's ``pin.aba`` with fixed generalized forces gen (nv,)), its end
-        state into ``out``'s X[0]. ``wts`` = (1, 2, 2, 1) h / 6. The operations of
-        :meth:`stages` and :func:`_rk4_flat`, in their order."""
+        state into ``out``'s X[0]. ``h``, ``h2`` = h / 2 are 0-d arrays (numpy converts a Python
+        float at every call), ``wts`` = (1, 2, 2, 1) h / 6. The operations of :meth:`stages` and
+        :func:`_rk4_flat`, in their order."""
         X, F, Q, V, A, T = self.X, self.F, self.Q, self.V, self.A, self.T
         X0, multiply, add = X[0], np.multiply, np.add
-        h2 = 0.5 * h
-        multiply(F[0], h2, out=T)
-        add(X0, T, out=X[1])
-        A[1][:] = aba(model, data, Q[1], V[1], gen)
-        multiply(F[1], h2, out=T)
-        add(X0, T, out=X[2])
-        A[2][:] = aba(model, data, Q[2], V[2], gen)
-        multiply(F[2], h, out=T)
-        add(X0, T, out=X[3])
-        A[3][:] = aba(model, data, Q[3], V[3], gen)
-        add(X0, wts @ self.Fs, out=out.X[0])
+        multiply(F[0], h2, T)
+        add(X0, T, X[1])
+        A[1][...] = aba(model, data, Q[1], V[1], gen)
+        multiply(F[1], h2, T)
+        add(X0, T, X[2])
+        A[2][...] = aba(model, data, Q[2], V[2], gen)
+        multiply(F[2], h, T)
+        add(X0, T, X[3])
+        A[3][...] = aba(model, data, Q[3], V[3], gen)
+        add(X0, wts @ self.Fs, out.X[0])
 
 
 def _rk4_flat(system: System, t: float, q, v, h: float, a0: np.ndarray, s: _RK4Scratch):

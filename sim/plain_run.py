@@ -29,6 +29,10 @@ from .integrators import _RK4_WEIGHTS, RK4, PinocchioSystem
 #: at most this many steps per call of :func:`run_plain` (the run loop's progress and stop checks in between)
 CHUNK = 1000
 
+#: steps taken by each path since import: ``loop`` (:func:`run_plain`), ``bare`` (:func:`plain_step`
+#: with bare evaluations) — tests assert which path a run took
+PLAIN_COUNTS = {"loop": 0, "bare": 0}
+
 
 def bare_system(sim) -> PinocchioSystem | None:
     """The system whose evaluations are bare ``pin.aba`` calls on the held torques
@@ -63,6 +67,7 @@ def plain_step(sim, h: float, t_end: float) -> None:
         sim.mech.kernels_overwritten()  # the bare calls ran aba on its data
         sim.mech.times.pinocchio += _time.perf_counter() - t0
         sim._accept(step)
+        PLAIN_COUNTS["bare"] += 1
         if sim._a is not None:
             lean_solution(sim.mech, sim.equations, step.q1, step.v1, sim._a)
     sim._run_due_timers()
@@ -100,14 +105,15 @@ def run_plain(sim, t_end: float) -> bool:
     n = n0
     model, data, gen = bare.accel_fn.aba_args
     aba, isfinite = pin.aba, math.isfinite
-    h_w = wts = None
+    h_w = h0 = h2 = wts = None
     done = 0
+    saved = np.seterr(over="ignore", invalid="ignore")  # (the finiteness check's product may overflow)
     try:
         while t < t_end - 1e-12 and done < CHUNK:
             h = dt if t_end - t >= dt else max(min(sim.dt, sim.max_step, t_end - t), 1e-14)  # (Simulator._next_h)
             if h != h_w:
-                h_w, wts = h, _RK4_WEIGHTS * (h / 6.0)
-            cur.step_aba(aba, model, data, gen, h, wts, nxt)
+                h_w, h0, h2, wts = h, np.array(h), np.array(0.5 * h), _RK4_WEIGHTS * (h / 6.0)
+            cur.step_aba(aba, model, data, gen, h0, h2, wts, nxt)
             Q1, V1 = nxt.Q[0], nxt.V[0]
             # (one product over every coordinate is finite only if they all are; overflow -> exact check)
             if not isfinite(Q1.dot(V1)) and not (np.isfinite(Q1).all() and np.isfinite(V1).all()):
@@ -117,7 +123,7 @@ def run_plain(sim, t_end: float) -> bool:
             t += h
             steps += 1
             done += 1
-            nxt.A[0][:] = aba(model, data, Q1, V1, gen)
+            nxt.A[0][...] = aba(model, data, Q1, V1, gen)
             if not steps % every or t >= t_end - 1e-12:
                 T_rec[n] = t
                 Q_rec[n] = Q1
@@ -125,10 +131,12 @@ def run_plain(sim, t_end: float) -> bool:
                 n += 1
             cur, nxt = nxt, cur
     finally:
+        np.seterr(**saved)
         if rec.ntau:
             tau_rec[n0:n] = eqs_tau(sim)
         rec.commit(n - n0)
         sim.mech.times.calls += 4 * done
+        PLAIN_COUNTS["loop"] += done
         sim.mech.times.pinocchio += _time.perf_counter() - wall0
     sim.t, sim.q, sim.v, sim._a, sim.steps = t, cur.Q[0].copy(), cur.V[0].copy(), cur.A[0].copy(), steps
     eqs = sim.equations
