@@ -136,3 +136,27 @@ def test_recording_rows_reserved_and_committed_read_as_appended():
     assert np.isnan(written.quantity("x")[3:]).all()
     with pytest.raises(Exception, match="reserved"):
         written.commit(written._cap)
+
+
+def test_a_contact_guards_end_solve_stands_for_the_steps_end_solve(monkeypatch):
+    """A box sliding down a slope under RK4: the contact's force guards solve the statements at each
+    step's end, and that solve is the simulator's end solve too (4 evaluations a step, not 5); the
+    recording and events equal those of a run that solves the end again."""
+    from robots import scenes
+    from sim.contact import enable_contacts
+
+    def run():
+        b = scenes.box_on_slope(angle=0.6, mu_static=0.5, mu_kinetic=0.4)
+        sim = Simulator(b.mechanism, b.q0, b.v0, dt=1e-2, integrator="rk4")
+        enable_contacts(sim, friction=(0.5, 0.4))
+        sim.run(0.1)  # the contact is made
+        calls, steps = sim.mech.times.calls, sim.steps
+        sim.run(0.3)
+        return sim, (sim.mech.times.calls - calls) / (sim.steps - steps)
+
+    taken, per_step = run()
+    monkeypatch.setattr(Simulator, "_solution_at_end", lambda self: None)
+    again, per_step_again = run()
+    assert per_step == 4 and per_step_again == 5
+    assert same_recordings(taken, again)
+    assert [(e.time, e.kind) for e in taken.recording.events] == [(e.time, e.kind) for e in again.recording.events]
