@@ -46,7 +46,8 @@ def bare_system(sim) -> PinocchioSystem | None:
     if cached[0] is eqs and cached[1] == eqs.version:
         return cached[2]
     fn = lean_accel(sim.mech, eqs)
-    system = None if fn is None else sim.system.with_accel(fn, borrows=True)
+    with_accel = getattr(sim.system, "with_accel", None)  # (a system of the user's own: its evaluations)
+    system = None if fn is None or with_accel is None else with_accel(fn, borrows=True)
     sim._bare = (eqs, eqs.version, system)
     return system
 
@@ -106,7 +107,7 @@ def run_plain(sim, t_end: float) -> bool:
     model, data, gen = bare.accel_fn.aba_args
     aba, isfinite = pin.aba, math.isfinite
     h_w = h0 = h2 = wts = None
-    done = 0
+    done, failed = 0, False
     saved = np.seterr(over="ignore", invalid="ignore")  # (the finiteness check's product may overflow)
     try:
         while t < t_end - 1e-12 and done < CHUNK:
@@ -117,13 +118,13 @@ def run_plain(sim, t_end: float) -> bool:
             Q1, V1 = nxt.Q[0], nxt.V[0]
             # (one product over every coordinate is finite only if they all are; overflow -> exact check)
             if not isfinite(Q1.dot(V1)) and not (np.isfinite(Q1).all() and np.isfinite(V1).all()):
-                _stop_at(sim, cur, t, steps)
+                failed = True
                 raise SimulationError(f"t = {t + h:.9g} s: the state became non-finite (NaN/inf) in {integ.name}",
                                       t + h, sim.recording)
+            nxt.A[0][...] = aba(model, data, Q1, V1, gen)
             t += h
             steps += 1
             done += 1
-            nxt.A[0][...] = aba(model, data, Q1, V1, gen)
             if not steps % every or t >= t_end - 1e-12:
                 T_rec[n] = t
                 Q_rec[n] = Q1
@@ -135,26 +136,24 @@ def run_plain(sim, t_end: float) -> bool:
         if rec.ntau:
             tau_rec[n0:n] = eqs_tau(sim)
         rec.commit(n - n0)
-        sim.mech.times.calls += 4 * done
+        sim.mech.times.calls += 4 * done + 3 * failed
         PLAIN_COUNTS["loop"] += done
+        # the simulator at the last step completed (cur's row 0); the mechanism there, solved, or
+        # after a non-finite step at its last stage (the last state evaluated, as the per-step path leaves it)
+        sim.t, sim.q, sim.v, sim._a, sim.steps = t, cur.Q[0].copy(), cur.V[0].copy(), cur.A[0].copy(), steps
+        eqs = sim.equations
+        if failed:
+            sim.mech.set_state(cur.Q[3].copy(), cur.V[3].copy(), check=False)
+            sim.mech.kernels_overwritten()
+        else:
+            lean_solution(sim.mech, eqs, sim.q, sim.v, sim._a)
+        sim._last_tau = eqs_tau(sim).copy()
+        sim._eq_version = eqs.version
+        sim._guards_now = sim._free_since = None
         sim.mech.times.pinocchio += _time.perf_counter() - wall0
-    sim.t, sim.q, sim.v, sim._a, sim.steps = t, cur.Q[0].copy(), cur.V[0].copy(), cur.A[0].copy(), steps
-    eqs = sim.equations
-    lean_solution(sim.mech, eqs, sim.q, sim.v, sim._a)
-    sim._last_tau = eqs_tau(sim).copy()
-    sim._eq_version = eqs.version
-    sim._guards_now = sim._free_since = None
     return True
 
 
 def eqs_tau(sim) -> np.ndarray:
     """The held torques (ntau,) of the lean statements in force."""
     return sim.equations._held[2]
-
-
-def _stop_at(sim, cur, t: float, steps: int) -> None:
-    """The simulator at the last finite state (t s, after ``steps`` steps; ``cur``'s stage 0) before
-    a failed step, the mechanism at the failed step's last stage (the last state evaluated)."""
-    sim.t, sim.q, sim.v, sim._a, sim.steps = t, cur.Q[0].copy(), cur.V[0].copy(), cur.A[0].copy(), steps
-    sim.mech.set_state(cur.Q[3].copy(), cur.V[3].copy(), check=False)
-    sim.mech.kernels_overwritten()
