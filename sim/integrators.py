@@ -127,8 +127,8 @@ _RK4_WEIGHTS = np.array([1.0, 2.0, 2.0, 1.0])  # times h / 6
 def _rk4_core(system: System, t: float, q, v, h: float, a0: np.ndarray, scratch: "_RK4Scratch | None" = None):
     """Classic RK4 in the chart at q: returns q1, v1, u1 and the stage rates W, K (4, nv). 3 evaluations.
 
-    On a flat group with ``scratch`` (:class:`_RK4Scratch`) the same arithmetic runs in its
-    preallocated buffers (:func:`_rk4_flat`)."""
+    On a flat group with ``scratch`` (:class:`_RK4Scratch`) the stages run in its preallocated
+    buffers (:func:`_rk4_flat`: the same stage values; the end state within an ulp)."""
     if scratch is not None and scratch.fits(system, v):
         return _rk4_flat(system, t, q, v, h, a0, scratch)
     nv = v.shape[0]
