@@ -19,7 +19,7 @@ Every engine runs on one thread. Timings are the minimum over ``--repeat`` runs.
 The controlkit-side scene functions (``controlkit_row``, ``three_sphere_case``,
 ``cradle_case``, ``controlkit_chain``, ...) import neither MuJoCo nor PyBullet.
 
-Run: ``.venv/bin/python bench/peers.py [--repeat 3] [--quick] [--contact-only]``; writes
+Run: ``.venv/bin/python bench/peers.py [--repeat 3] [--quick] [--contact-only | --chain-only]``; writes
 bench/results/peers.json, peers.md (settings and tables) and peers_work_precision.png.
 """
 from __future__ import annotations
@@ -47,6 +47,7 @@ from bench.common import RESULTS, table, write_json  # noqa: E402
 from bench.peers_contact import COLUMNS as CONTACT_COLUMNS  # noqa: E402
 from bench.peers_contact import contact_scenes  # noqa: E402
 from sim.integrators import DormandPrince853, Integrator, PinocchioSystem, advance, make_integrator  # noqa: E402
+from sim.plain_run import bare_system  # noqa: E402
 from sim.simulator import Simulator  # noqa: E402
 
 # ------------------------------------------------------------------ settings
@@ -869,7 +870,9 @@ def time_split(integrator: str, repeat: int, tol: float = 1e-8) -> list[dict]:
     for _ in range(max(1, repeat)):
         sim = chain_simulator(integrator, tol)
         calls0 = sim.mech.times.calls
-        accel, step = _accumulate(sim.system, "accel"), _accumulate(sim.integrator, "step")
+        # the lean chain's evaluations are bare aba calls through the simulator's bare system
+        system = bare_system(sim) or sim.system
+        accel, step = _accumulate(system, "accel"), _accumulate(sim.integrator, "step")
         with Stopwatch() as clock:
             sim.run(CHAIN_SECONDS)
         if best is None or clock.wall < best[0]:
@@ -879,7 +882,7 @@ def time_split(integrator: str, repeat: int, tol: float = 1e-8) -> list[dict]:
     data, x = model.createData(), np.random.default_rng(1).uniform(-1, 1, (2, model.nv))
     aba = evals * best_time(lambda: pin.aba(model, data, x[0], x[1], np.zeros(model.nv)), repeat=5, number=2000)
     rows = [("pin.aba (Pinocchio, C++)", aba),
-            ("evaluate() and accel wrappers around aba (controlkit/dynamics.py, sim/simulator.py)", t_accel - aba),
+            ("accel wrappers around aba (controlkit.dynamics.lean_accel, sim/integrator_base.py)", t_accel - aba),
             (f"{integrator} arithmetic: stages, error, step control (sim/integrators.py)", t_step - t_accel),
             ("Simulator loop: accept, record, guards, timers (sim/simulator.py)", total - t_step),
             ("total controlkit Simulator step", total)]
@@ -1027,6 +1030,20 @@ def run(repeat: int, quick: bool, demos: bool) -> dict:
             "contact_scenes": contact_scenes(available, cid, repeat, quick)}
 
 
+def run_chain_only(repeat: int, quick: bool) -> None:
+    """``--chain-only``: the chain's work-precision points, levels, time split and step throughput
+    (tables, bench/results/peers_chain.json)."""
+    available = [e for e in engines_available() if e == "mujoco"]
+    chain = chain_runs(available, None, repeat, quick)
+    payload = {"versions": engine_versions(available), "chain": chain, "levels": work_precision_levels(chain),
+               "time_split": [r for integ in ADAPTIVE for r in time_split(integ, 2 * repeat + 1)] + mujoco_step_scale(chain),
+               "throughput": throughput_table(chain, throughput_runs(available, repeat))}
+    for key in ("levels", "time_split", "throughput", "chain"):
+        if payload[key]:
+            print(f"\n{key}\n" + table(payload[key], list(payload[key][0])))
+    print(f"wrote {write_json('peers_chain', payload)}")
+
+
 def run_contact_only(repeat: int, quick: bool) -> None:
     """``--contact-only``: the general contact scenes alone (table, bench/results/peers_contact.json)."""
     available = engines_available()
@@ -1043,9 +1060,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--quick", action="store_true", help="every other grid point, shorter walking demo")
     ap.add_argument("--no-demos", action="store_true", help="skip the walking and arm demos")
     ap.add_argument("--contact-only", action="store_true", help="only the general contact scenes")
+    ap.add_argument("--chain-only", action="store_true", help="only the chain (work-precision, time split, throughput)")
     args = ap.parse_args(argv)
     if args.contact_only:
         return run_contact_only(args.repeat, args.quick)
+    if args.chain_only:
+        return run_chain_only(args.repeat, args.quick)
     payload = run(args.repeat, args.quick, not args.no_demos)
     RESULTS.mkdir(parents=True, exist_ok=True)
     plot_work_precision(payload["chain"], RESULTS / "peers_work_precision.png")

@@ -6,6 +6,7 @@ stage; it records where the time goes in ``mech.times``.
 from __future__ import annotations
 
 import time as _time
+from typing import Callable
 
 import numpy as np
 import pinocchio as pin
@@ -31,13 +32,16 @@ def _held_torques(mech, eqs: EquationSet) -> np.ndarray | None:
     for asg in eqs.assignments.values():
         held = _held_value(mech, asg)
         if held is None or (seen is not None and seen[held[0]].any()):
-            eqs._held = (eqs.version, mech, None)  # let the general path report the conflict
+            eqs._held = (eqs.version, mech, None, None)  # let the general path report the conflict
             return None
         c, val = held
         if seen is not None:
             seen[c] = True
         tau[c] = val
-    eqs._held = (eqs.version, mech, tau)
+    gen = np.zeros(mech.nv)
+    if mech.ntau:
+        gen[mech.tau_index] += tau
+    eqs._held = (eqs.version, mech, tau, gen)
     return tau
 
 
@@ -54,19 +58,65 @@ def _held_value(mech, asg) -> tuple[np.ndarray, np.ndarray | float] | None:
     return (c, val[0]) if val.size == 1 else None
 
 
-def _lean(mech, tau: np.ndarray, f_ext: np.ndarray | None) -> Solution:
+def _lean(mech, tau: np.ndarray, gen_tau: np.ndarray, f_ext: np.ndarray | None) -> Solution:
     """The lean path: no constraints, torques known -> ``a = aba(q, v, S^T tau + f_ext)``.
 
     One articulated-body pass solves ``M a + h = S^T tau + f_ext`` without forming M; it
     leaves the mechanism's cached mass matrix and kinematics stale (they are recomputed
-    on demand at this state, as ``aba`` does not fill them).
+    on demand at this state, as ``aba`` does not fill them). ``gen_tau`` is S^T tau (nv,).
     """
-    gen = np.zeros(mech.nv) if f_ext is None else np.array(f_ext, dtype=float)
-    if mech.ntau:
-        gen[mech.tau_index] += tau
+    gen = gen_tau if f_ext is None else _with_external(gen_tau, f_ext, mech)
     a = pin.aba(mech.model, mech.data, mech.q, mech.v, gen)
     mech.kernels_overwritten()  # aba left real accelerations where the kinematics keep the drift
     return Solution(np.concatenate((a, tau)) if tau.size else a, a, tau, {}, "lean")
+
+
+def _with_external(gen_tau: np.ndarray, f_ext: np.ndarray, mech) -> np.ndarray:
+    """f_ext + S^T tau (nv,), summed as ``f_ext`` with the torques added at their columns."""
+    gen = np.array(f_ext, dtype=float)
+    if mech.ntau:
+        gen[mech.tau_index] += gen_tau[mech.tau_index]
+    return gen
+
+
+def lean_accel(mech, eqs: EquationSet) -> Callable[[float, np.ndarray, np.ndarray], np.ndarray] | None:
+    """The evaluation of the lean case as a bare function ``a(t, q, v)`` (nv,), or None.
+
+    When the statements are constant torque assignments only and the mechanism has no
+    constraints, one evaluation is ``pin.aba(q, v, S^T tau)`` (no external force): this returns
+    that call with S^T tau bound, the same arithmetic as :func:`evaluate`'s lean path. It
+    leaves the mechanism alone: its state, ``solution`` and caches are not set, and Pinocchio's
+    data is overwritten (the caller calls ``mech.kernels_overwritten()`` before reading the
+    mechanism again). Calls count in ``mech.times.calls``; q and v are read during the call only.
+    The function is valid until the statements or the constraints change; its ``aba_args`` are
+    (model, data, gen), the call being ``pin.aba(model, data, q, v, gen)``.
+    """
+    if mech.constraints:
+        return None
+    tau = _held_torques(mech, eqs)
+    if tau is None:
+        return None
+    model, data, gen, aba, T = mech.model, mech.data, eqs._held[3], pin.aba, mech.times
+
+    def accel(t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        T.calls += 1
+        return aba(model, data, q, v, gen)
+
+    accel.aba_args = (model, data, gen)  # (a loop calling aba itself counts its calls in mech.times)
+    return accel
+
+
+def lean_solution(mech, eqs: EquationSet, q: np.ndarray, v: np.ndarray, a: np.ndarray) -> Solution:
+    """Set the mechanism to (q, v) with ``a`` (nv,), a bare evaluation of :func:`lean_accel` there, as
+    its solution: what :func:`evaluate` leaves at that state (state, solution, ``solved_for``),
+    without evaluating again. The statements must be the ones ``lean_accel`` took."""
+    tau = eqs._held[2]
+    mech.set_state(q, v, check=False)
+    mech.kernels_overwritten()
+    sol = Solution(np.concatenate((a, tau)) if tau.size else a, a, tau, {}, "lean")
+    mech.solution, mech.problem = sol, None
+    mech.solved_for = (mech.state_version, id(eqs), eqs.version)
+    return sol
 
 
 def _held_on_constraints(mech, eqs: EquationSet, tau: np.ndarray, f_ext: np.ndarray | None, t0: float):
@@ -119,7 +169,7 @@ def evaluate(mech, eqs: EquationSet, t: float, q: np.ndarray, v: np.ndarray,
     mech.set_state(q, v, check=check)
     tau = _held_torques(mech, eqs)
     if tau is not None and not mech.constraints:
-        sol = _lean(mech, tau, f_ext)
+        sol = _lean(mech, tau, eqs._held[3], f_ext)
         T.pinocchio += _time.perf_counter() - t0
         T.calls += 1
         mech.solution, mech.problem = sol, None

@@ -96,6 +96,22 @@ class Recording:
                 buf[n] = val
         self._n = n + 1
 
+    def reserve(self, k: int) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Room for k more samples, for a writer that fills rows itself (a simulation loop):
+        ``(n, t, q, v, tau)``, the index of the next sample and the sample buffers, valid until
+        the next append or reserve. Rows n .. n + k - 1 are the writer's; :meth:`commit` adds
+        those it filled. Recorded quantities stay NaN in them."""
+        n = self._n
+        if n + k > self._cap:
+            self._grow(n + k)
+        return n, self._t, self._q, self._v, self._tau
+
+    def commit(self, count: int) -> None:
+        """Add ``count`` samples written in the rows :meth:`reserve` gave (in order, from its n)."""
+        if not 0 <= self._n + count <= self._cap:
+            raise RecordingError(f"Recording.commit({count}): only {self._cap - self._n} reserved rows are free")
+        self._n += count
+
     def _new_quantity(self, name: str, k: int) -> np.ndarray:
         """A quantity's buffer, NaN before its first sample (a quantity that starts late, or changes size)."""
         old = self._quant.get(name)

@@ -66,6 +66,7 @@ class _EmbeddedRK(Integrator):
     """
 
     adaptive = True
+    bare_ok = True
     _exponent = -0.2
 
     def __init__(self, rtol: float = 1e-6, atol: float = 1e-9, safety: float = 0.9, fac_min: float = 0.2,

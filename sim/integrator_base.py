@@ -6,6 +6,7 @@ The methods themselves are in :mod:`sim.integrators` (fixed-step and multistep) 
 """
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 from typing import Callable, Protocol, runtime_checkable
@@ -42,6 +43,9 @@ class System(Protocol):
         ...
 
 
+_F64 = np.dtype(float)
+
+
 def _is_flat(model: pin.Model) -> bool:
     """True when every joint integrates as a vector space (nq == nv and dIntegrate == identity)."""
     if model.nq != model.nv:
@@ -63,6 +67,9 @@ class PinocchioSystem:
 
     ``evaluations`` counts calls to :meth:`accel`. ``flat`` is True when nq == nv and all
     joints are Euclidean; then :meth:`dintegrate` returns None and q (+) dq = q + dq.
+    ``borrows`` is True when ``accel_fn`` reads q and v during the call only (keeps no reference
+    to them): an integrator may then pass views of its own scratch buffers (see
+    :meth:`with_accel`); False (the default) passes arrays nothing overwrites later.
     """
 
     def __init__(self, model: pin.Model, accel_fn: Callable[[float, np.ndarray, np.ndarray], np.ndarray]):
@@ -74,12 +81,22 @@ class PinocchioSystem:
         self.accel_fn = accel_fn
         self.nq, self.nv = model.nq, model.nv
         self.flat = _is_flat(model)
+        self.borrows = False
         self.evaluations = 0
         self._arg1 = pin.ArgumentPosition.ARG1
 
+    def with_accel(self, accel_fn: Callable[[float, np.ndarray, np.ndarray], np.ndarray],
+                   borrows: bool = False) -> "PinocchioSystem":
+        """The same model's system with another ``accel_fn`` (the group's flatness is not tested again)."""
+        other = copy.copy(self)
+        other.accel_fn, other.borrows, other.evaluations = accel_fn, bool(borrows), 0
+        return other
+
     def accel(self, t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         self.evaluations += 1
-        return np.asarray(self.accel_fn(t, q, v), dtype=float)
+        a = self.accel_fn(t, q, v)
+        # (Pinocchio returns float64 ndarrays: np.asarray's call costs more than this test, every stage)
+        return a if type(a) is np.ndarray and a.dtype is _F64 else np.asarray(a, dtype=float)
 
     def integrate(self, q: np.ndarray, dq: np.ndarray) -> np.ndarray:
         if self.flat:
@@ -215,6 +232,9 @@ class Integrator:
     order: int = 0
     adaptive: bool = False
     multistep: bool = False
+    #: whether the method needs nothing from the system but :meth:`System.accel` and the group
+    #: operations (a system with a bare ``accel_fn``, not the simulator's own, may step it)
+    bare_ok: bool = False
 
     def reset(self) -> None:
         """Forget any history (multistep methods restart, adaptive ones forget controller state)."""

@@ -86,6 +86,7 @@ class ExplicitEuler(Integrator):
     """Explicit Euler: q1 = q0 (+) h v0, v1 = v0 + h a0 (order 1; energy grows on oscillators)."""
 
     name, order = "euler", 1
+    bare_ok = True
 
     def step(self, system, t, q, v, h, a0=None):
         h = _check_h(h, self.name)
@@ -100,6 +101,7 @@ class SemiImplicitEuler(Integrator):
     """Symplectic (semi-implicit) Euler: v1 = v0 + h a0, q1 = q0 (+) h v1 (order 1, bounded energy error)."""
 
     name, order = "semi_implicit_euler", 1
+    bare_ok = True
 
     def step(self, system, t, q, v, h, a0=None):
         h = _check_h(h, self.name)
@@ -119,8 +121,16 @@ def _rk4_dense_weights(theta: float) -> np.ndarray:
     return np.array([b1, b2, b2, b4])
 
 
-def _rk4_core(system: System, t: float, q, v, h: float, a0: np.ndarray):
-    """Classic RK4 in the chart at q: returns q1, v1, u1 and the stage rates W, K (4, nv). 3 evaluations."""
+_RK4_WEIGHTS = np.array([1.0, 2.0, 2.0, 1.0])  # times h / 6
+
+
+def _rk4_core(system: System, t: float, q, v, h: float, a0: np.ndarray, scratch: "_RK4Scratch | None" = None):
+    """Classic RK4 in the chart at q: returns q1, v1, u1 and the stage rates W, K (4, nv). 3 evaluations.
+
+    On a flat group with ``scratch`` (:class:`_RK4Scratch`) the stages run in its preallocated
+    buffers (:func:`_rk4_flat`: the same stage values; the end state within an ulp)."""
+    if scratch is not None and scratch.fits(system, v):
+        return _rk4_flat(system, t, q, v, h, a0, scratch)
     nv = v.shape[0]
     W = np.empty((4, nv))
     K = np.empty((4, nv))
@@ -131,21 +141,123 @@ def _rk4_core(system: System, t: float, q, v, h: float, a0: np.ndarray):
         vi = v + hi * K[i - 1]
         K[i] = system.accel(t + c, system.integrate(q, u), vi)
         W[i] = _rate(system, q, u, vi)
-    wts = np.array([1.0, 2.0, 2.0, 1.0]) * (h / 6.0)
+    wts = _RK4_WEIGHTS * (h / 6.0)
     u1 = wts @ W
     v1 = v + wts @ K
     return system.integrate(q, u1), v1, u1, W, K
+
+
+class _RK4Scratch:
+    """RK4's stage storage on a flat group of nv coordinates, allocated once with its views.
+
+    Row i of ``G`` (4, 3 nv) is stage i's (q_i, v_i, a_i): its state x_i = (q_i, v_i) = G[i, :2nv]
+    and its derivative f_i = (v_i, a_i) = G[i, nv:] are contiguous, so a stage's
+    ``x_i = x_0 + h_i f_{i-1}`` is one product and one sum over q and v together (elementwise
+    the operations q + h_i W and v + h_i K), and the step's ``x_0 + (h/6) (f_0 + 2 f_1 + 2 f_2 + f_3)``
+    one matrix-vector product over the rows' derivatives and one sum. Row 0 is the step's start.
+    """
+
+    def __init__(self, nv: int):
+        G = np.zeros((4, 3 * nv))
+        self.nv, self.G, self.Fs = nv, G, G[:, nv:]
+        self.X = [G[i, :2 * nv] for i in range(4)]
+        self.F = [G[i, nv:] for i in range(4)]
+        self.Q = [G[i, :nv] for i in range(4)]
+        self.V = [G[i, nv:2 * nv] for i in range(4)]
+        self.A = [G[i, 2 * nv:] for i in range(4)]
+        self.T = np.empty(2 * nv)
+
+    def fits(self, system: System, v: np.ndarray) -> bool:
+        """Whether these buffers serve a step of ``system`` from velocity v: a flat group of nv coordinates."""
+        return v.shape[0] == self.nv and getattr(system, "flat", False) is True
+
+    def stages(self, accel: Callable, borrows: bool, t: float, h: float) -> None:
+        """Stages 1-3 of a step of h (s) from (t, Q[0], V[0]) with A[0] = a there: ``accel(t, q, v)``
+        on views of the buffers (``borrows``) or on copies."""
+        X, F, Q, V, A, T = self.X, self.F, self.Q, self.V, self.A, self.T
+        X0 = X[0]
+        multiply, add = np.multiply, np.add
+        h2 = 0.5 * h
+        for i, c in ((1, h2), (2, h2), (3, h)):
+            multiply(F[i - 1], c, out=T)
+            add(X0, T, out=X[i])
+            A[i][...] = accel(t + c, Q[i], V[i]) if borrows else accel(t + c, Q[i].copy(), V[i].copy())
+
+    def step_aba(self, aba: Callable, model, data, gen: np.ndarray, h: np.ndarray, h2: np.ndarray,
+                 wts: np.ndarray, out: "_RK4Scratch") -> None:
+        """One step of h (s) from row 0 (Q[0], V[0], A[0]) for ``a = aba(model, data, q, v, gen)``
+        (time-invariant: Pinocchio's ``pin.aba`` with fixed generalized forces gen (nv,)), its end
+        state into ``out``'s X[0]. ``h``, ``h2`` = h / 2 are 0-d arrays (numpy converts a Python
+        float at every call), ``wts`` = (1, 2, 2, 1) h / 6. The operations of :meth:`stages` and
+        :func:`_rk4_flat`, in their order."""
+        X, F, Q, V, A, T = self.X, self.F, self.Q, self.V, self.A, self.T
+        X0, multiply, add = X[0], np.multiply, np.add
+        multiply(F[0], h2, T)
+        add(X0, T, X[1])
+        A[1][...] = aba(model, data, Q[1], V[1], gen)
+        multiply(F[1], h2, T)
+        add(X0, T, X[2])
+        A[2][...] = aba(model, data, Q[2], V[2], gen)
+        multiply(F[2], h, T)
+        add(X0, T, X[3])
+        A[3][...] = aba(model, data, Q[3], V[3], gen)
+        add(X0, wts @ self.Fs, out.X[0])
+
+
+def _rk4_flat(system: System, t: float, q, v, h: float, a0: np.ndarray, s: _RK4Scratch):
+    """:func:`_rk4_core` on a flat group in ``s``'s buffers: the stages' operations are the same
+    (the stage rates W, K bit-identical); the step's sum is one product over both, (u1, dv) =
+    (h/6) (1, 2, 2, 1) (W | K), rounded as one BLAS call rounds it (within an ulp of u1, dv
+    formed apart). W and K returned are a copy (the step's interpolant keeps them; the buffers
+    serve the next step). A system that ``borrows`` evaluates on views of the buffers; others get copies."""
+    s.Q[0][:] = q
+    s.V[0][:] = v
+    s.A[0][:] = a0
+    s.stages(system.accel, getattr(system, "borrows", False), t, h)
+    nv = s.nv
+    W, K = s.Fs[:, :nv].copy(), s.Fs[:, nv:].copy()
+    d = (_RK4_WEIGHTS * (h / 6.0)) @ s.Fs
+    u1 = d[:nv]
+    return q + u1, v + d[nv:], u1, W, K
 
 
 class RK4(Integrator):
     """Classic 4th-order Runge--Kutta (Munthe-Kaas form on Lie groups); 3rd-order dense output."""
 
     name, order = "rk4", 4
+    bare_ok = True
+
+    def __init__(self):
+        self._scratch: _RK4Scratch | None = None
+
+    def scratch_for(self, system: System, v: np.ndarray) -> _RK4Scratch | None:
+        """The stage buffers for steps of ``system`` from velocity v (nv,), or None when its group is
+        not flat (then each step allocates its own)."""
+        s = self._scratch
+        if s is not None and s.fits(system, v):
+            return s
+        if getattr(system, "flat", False) is not True or not v.shape[0]:
+            return None
+        self._scratch = s = _RK4Scratch(v.shape[0])
+        return s
+
+    def scratch_pair(self, system: System, v: np.ndarray) -> tuple[_RK4Scratch, _RK4Scratch] | None:
+        """Two stage-buffer sets for steps that alternate between them (:meth:`_RK4Scratch.step_aba`
+        from one into the other keeps the step's start), or None when the group is not flat."""
+        s = self.scratch_for(system, v)
+        if s is None:
+            return None
+        other = self._other
+        if other is None or other.nv != s.nv:
+            self._other = other = _RK4Scratch(s.nv)
+        return s, other
+
+    _other: _RK4Scratch | None = None
 
     def step(self, system, t, q, v, h, a0=None):
         h = _check_h(h, self.name)
         a0, n = _start_accel(system, t, q, v, a0)
-        q1, v1, u1, W, K = _rk4_core(system, t, q, v, h, a0)
+        q1, v1, u1, W, K = _rk4_core(system, t, q, v, h, a0, self.scratch_for(system, v))
 
         def interp(theta: float):
             b = h * _rk4_dense_weights(theta)
@@ -167,6 +279,7 @@ class AdamsBashforthMoulton4(Integrator):
     """
 
     name, order, multistep = "abm4", 4, True
+    bare_ok = True
     _P = np.array([-9.0, 37.0, -59.0, 55.0]) / 24.0  # on f_{n-3}, f_{n-2}, f_{n-1}, f_n
     _C = np.array([1.0, -5.0, 19.0, 9.0]) / 24.0     # on f_{n-2}, f_{n-1}, f_n, f_{n+1}
 

@@ -44,6 +44,8 @@ from .events import (
     same_guard_key,
 )
 from .integrators import PinocchioSystem, make_integrator
+from .plain_run import plain_step, run_plain
+from .run_notes import keep_partial, watch_undetermined
 from .stabilization import project_positions, project_state, project_velocities
 from .validation import number as _number
 from .validation import run_duration
@@ -209,12 +211,37 @@ class Simulator:
         """Solve the equations at the current state (sets ``mech.solution``) and return it."""
         self._in_fallback = False
         self._a = self._accel(self.t, self.q, self.v)
+        return self._solved()
+
+    def _solved(self):
+        """After a solve at the current state: the fallback's end, the torques held for it."""
         if self._fallback_active and not self._in_fallback:
             self._fallback_active = False
             self.log("fallback", "control statements solvable again; fallback ended")
         if not self._in_fallback:
             self._last_tau = self.mech.solution.tau.copy()
         return self.mech.solution
+
+    def _solution_at_end(self):
+        """The mechanism's solution when a guard solved the statements at the accepted step's end
+        (the step left no acceleration there, nor moved the state by a projection); else None."""
+        mech = self.mech
+        if self._a is None and mech.state_is(self.q, self.v) and mech.solved(self.equations):
+            return mech.solution
+        return None
+
+    def _still_solved(self, solution) -> bool:
+        """Whether ``solution`` (:meth:`_solution_at_end`) still is the solve :meth:`solve_now` would
+        repeat: no timer, event or state change since (``_restart``), same statements and state."""
+        mech = self.mech
+        return not self._restart and self._a is None and mech.solution is solution and \
+            mech.state_is(self.q, self.v) and mech.solved(self.equations)
+
+    def _take_solution(self):
+        """:meth:`solve_now` with the mechanism's solution at this state and statements (not solved again)."""
+        self._in_fallback = False
+        self._a = self.mech.solution.a
+        return self._solved()
 
     # ------------------------------------------------------------- programs
     def add_program(self, program: Callable, name: str | None = None, period: float | None = None) -> str:
@@ -341,7 +368,8 @@ class Simulator:
                 self.solve_now()
                 self._record(force=True)
             while self.t < t_end - 1e-12 and not self._stop:
-                self._one_step(t_end)
+                if until is not None or not run_plain(self, t_end):
+                    self._one_step(t_end)
                 if progress is not None:
                     progress.update(self.t)
                 if until is not None and until(self):
@@ -357,26 +385,7 @@ class Simulator:
 
     def _keep_partial(self, exc: ControlkitError) -> None:
         """Attach the recording, up to and including the state where the run failed, to the error."""
-        mech = self.mech
-        failed_q, failed_v = mech.q, mech.v  # the state last evaluated: where a solve failed
-        t_fail = exc.time
-        if t_fail is None:
-            problem = getattr(exc, "problem", None)
-            t_fail = getattr(problem, "time", None)
-        self._record_reached_state()
-        rec = self.recording
-        if t_fail is not None and t_fail > self.t and failed_q is not self.q and \
-                failed_q.shape == self.q.shape and np.isfinite(failed_q).all() and np.isfinite(failed_v).all():
-            rec.append(t_fail, failed_q, failed_v, self._last_tau)  # a trial state inside the failed step
-        exc.recording = rec
-        if exc.time is None:
-            exc.time = self.t if t_fail is None else t_fail
-
-    def _record_reached_state(self):
-        """Keep the last integrated state in the recording when a run stops on an error."""
-        rec = self.recording
-        if len(rec) == 0 or rec.last_time() < self.t:
-            rec.append(self.t, self.q, self.v, self._last_tau)
+        keep_partial(self, exc)
 
     def _finish(self, wall0):
         T = self.mech.times
@@ -417,6 +426,8 @@ class Simulator:
         if self._a is None:
             self.solve_now()
         h = self._next_h(t_end)
+        if not self.sources:
+            return plain_step(self, h, t_end)
         sources = self._active_sources()
         g0 = self._start_guards(sources)
         step = self._attempt(h)
@@ -441,9 +452,14 @@ class Simulator:
             before = [(s, s.guards(self, self.t, self.q, self.v)) for s in self.sources if s.active()]
             self._handle(first[1])
         version = self.equations.version
+        # a guard that needs the forces solved at the step's end (contacts under a method with no
+        # end evaluation, RK4): that solve stands for the end's, unless something changes first
+        end_solution = self._solution_at_end() if first is None else None
         self._run_due_timers()
         self._control()
-        if self._a is None or self.equations.version != self._eq_version or not self.mech.state_is(self.q, self.v):
+        if end_solution is not None and self._still_solved(end_solution):
+            self._take_solution()
+        elif self._a is None or self.equations.version != self._eq_version or not self.mech.state_is(self.q, self.v):
             self.solve_now()
         if first is not None:
             self._caused_by_handling(before)
@@ -453,6 +469,8 @@ class Simulator:
             else:  # nothing changed since the step's end: its guards start the next step
                 self._guards_now = (self._guard_key(sources), g_end)
         self._record(force=first is not None or self.t >= t_end - 1e-12)
+
+    _bare = (None, -1, None)  # (equation set, its version, its bare system or None): sim.plain_run.bare_system
 
     def _active_sources(self) -> list:
         out = []  # (every step: a loop, no comprehension object)
@@ -513,9 +531,10 @@ class Simulator:
             self.solve_now()
         self._guards_now = None
 
-    def _attempt(self, h, adaptive_retry=True):
+    def _attempt(self, h, adaptive_retry=True, system=None):
+        system = self.system if system is None else system
         while True:
-            step = self.integrator.step(self.system, self.t, self.q, self.v, h, self._a)
+            step = self.integrator.step(system, self.t, self.q, self.v, h, self._a)
             if step.accepted or not adaptive_retry:
                 if self.integrator.adaptive and adaptive_retry:
                     self._h_adapt = step.h_next
@@ -566,39 +585,18 @@ class Simulator:
     _free_warned = False
 
     def _watch_undetermined(self) -> None:
-        """Warn once (an ``undetermined`` event) when the statements leave directions of motion to
-        the default (least squared torques) and the velocity along them grows: a task that fixes
-        fewer directions than the robot has, with nothing else to hold the rest (a wrist spinning
-        up under a tool-position task)."""
-        sol = self.mech.solution
-        U = getattr(sol, "undetermined", None)
-        if U is None or self._free_warned:
+        """Warn once when the statements leave motion to the default and it speeds up
+        (:func:`sim.run_notes.watch_undetermined`)."""
+        if getattr(self.mech.solution, "undetermined", None) is None or self._free_warned:
             self._free_since = None
             return
-        V, sv, _ = np.linalg.svd(U, full_matrices=False)
-        V = V[:, sv > 1e-9 * max(1.0, float(sv[0]) if sv.size else 0.0)]
-        if not V.shape[1]:
-            return
-        speed = float(np.linalg.norm(V.T.dot(self.v)))
-        if self._free_since is None:
-            self._free_since = (self.t, speed)
-            return
-        t0, s0 = self._free_since
-        if speed <= 2.0 * s0 + self.FREE_SPEED:
-            return
-        self._free_warned = True
-        joints = self.mech.joint_shares(V)
-        names = ", ".join(f"{n} ({w:.2f})" for n, w in joints)
-        self.log("undetermined",
-                 f"the control statements leave {V.shape[1]} direction(s) of motion to the default (least squared "
-                 f"torques) and the velocity along them grew from {s0:.3g} at t = {t0:.6g} s to {speed:.3g} (rad/s, m/s); "
-                 f"free joints (share): {names}. Add equations or costs for them, or declare uncontrolled joints "
-                 f"actuated=False", joints=[n for n, _ in joints], directions=int(V.shape[1]), speed=speed)
+        watch_undetermined(self)
 
     def _record(self, force=False):
         self._watch_undetermined()
         if not force and self.steps % self.record_every:
             return
         mech = self.mech
-        vals = {name: np.atleast_1d(qty.position(mech)).ravel() for name, qty in self.record_quantities.items()}
+        vals = {name: np.atleast_1d(qty.position(mech)).ravel() for name, qty in self.record_quantities.items()} \
+            if self.record_quantities else None
         self.recording.append(self.t, self.q, self.v, mech.solution.tau, vals)
