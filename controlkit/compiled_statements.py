@@ -50,8 +50,13 @@ def _assigned_columns(eqs: EquationSet, layout: Layout) -> dict[str, np.ndarray]
         cols = {}
         for name, asg in eqs.assignments.items():
             q = asg.quantity
-            if hasattr(q, "columns") and q.columns(layout)[0] >= layout.nv:
-                cols[name] = q.columns(layout)
+            if not hasattr(q, "columns"):
+                continue
+            c = q.columns(layout)
+            # no columns (torques of an unactuated mechanism) is a fixed assignment of size 0:
+            # its value's size check says what is wrong
+            if len(c) == 0 or c[0] >= layout.nv:
+                cols[name] = c
         c = eqs.cache["assigned_cols"] = (eqs.structure, layout, cols)
     return c[2]
 

@@ -365,3 +365,14 @@ def test_cli_warns_in_one_line_when_the_default_moves_an_uncommanded_joint(capsy
     assert main(["run", _script(tmp_path, _ELBOW_ONLY)]) == 0
     warnings = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("warning:")]
     assert len(warnings) == 1 and "j0 (1.00)" in warnings[0] and "actuated=False" in warnings[0]
+
+
+def test_torques_assigned_to_an_unactuated_chain_say_it_has_none():
+    import robots
+    from controlkit.quantities import ControlTorques
+
+    b = robots.pendulum_chain(3)  # no actuated joints: ntau = 0
+    sim = Simulator(b.mechanism, b.q0, b.v0, dt=1e-3)
+    sim.equations.assign("tau", ControlTorques(b.mechanism), np.zeros(3))
+    with pytest.raises(EquationError, match="'tau'.*0 components.*value has 3"):
+        sim.run(0.01)
