@@ -173,8 +173,10 @@ class _Geometry:
                 options.append((not fixed, (a, b)))
         return min(options)[1] if options else None
 
-    def contact(self, pair: int) -> _PairContact | None:
-        """The pair's contact patch at the world's placed state, or None when not touching."""
+    def contact(self, pair: int, full: bool = True) -> _PairContact | None:
+        """The pair's contact patch at the world's placed state, or None when not touching.
+        ``full=False``: two polyhedra's points from the patch alone (no vertices the patch left
+        out, no spare vertices), which is all that re-placing crossing points needs."""
         roles = self.roles(pair)
         if roles is None:
             return None
@@ -207,7 +209,7 @@ class _Geometry:
         n, swap = self._snap_normal(n, sa, Ma, sb, Mb)
         if swap:
             ia, ib, sa, sb, Ma, Mb = ib, ia, sb, sa, Mb, Ma
-        return self._build(pair, ia, ib, sa, sb, Ma, Mb, n, pts)
+        return self._build(pair, ia, ib, sa, sb, Ma, Mb, n, pts, full)
 
     def _balls(self, pair, ia, ib, sa, sb, Ma, Mb) -> _PairContact | None:
         """A ball on a ball: one support point, A's centre, held at ``ra + rb`` from B's centre."""
@@ -268,9 +270,10 @@ class _Geometry:
                         best = (-axis @ n, axis, True)
         return best[1], best[2]
 
-    def _build(self, pair, ia, ib, sa, sb, Ma, Mb, n, pts) -> _PairContact:
+    def _build(self, pair, ia, ib, sa, sb, Ma, Mb, n, pts, full: bool = True) -> _PairContact:
         """The contact of A (geometry ia, shape sa at Ma) on B along the normal n (world, from B
-        towards A) from coal's patch points ``pts`` (world): support points, region, spares, faces."""
+        towards A) from coal's patch points ``pts`` (world): support points, region, spares, faces
+        (with ``full=False`` the patch's points only, no spares)."""
         objs = self.objs
         ja, jb = objs[ia].parentJoint, objs[ib].parentJoint
         data = self.world.data
@@ -319,11 +322,13 @@ class _Geometry:
                 points.append(SupportPoint(Ja.actInv(xa), Jb.actInv(xb), crossing=crossing))
             else:
                 points.append(SupportPoint(Jb.actInv(xb), Ja.actInv(xa), owner=1, crossing=crossing))
-        self._add_left_out(points, ((verts_a, plane_b, n, isinstance(sb, coal.Box) and (sb, Mb), Ja, Jb),
-                                    (verts_b, face_a, -n, (sa, Ma), Jb, Ja)), Ja, Jb, near)
+        spare = []
+        if full:
+            self._add_left_out(points, ((verts_a, plane_b, n, isinstance(sb, coal.Box) and (sb, Mb), Ja, Jb),
+                                        (verts_b, face_a, -n, (sa, Ma), Jb, Ja)), Ja, Jb, near)
+            spare = [SupportPoint(Ja.actInv(x), Jb.actInv(plane_b)) for x in verts_a]
+            spare += [SupportPoint(Jb.actInv(x), Ja.actInv(face_a), owner=1) for x in verts_b]
         region = Region.of_count(len(points), Region.FACE)
-        spare = [SupportPoint(Ja.actInv(x), Jb.actInv(plane_b)) for x in verts_a]
-        spare += [SupportPoint(Jb.actInv(x), Ja.actInv(face_a), owner=1) for x in verts_b]
         faces = (face_b, face_a_l)
         return _PairContact(pair, (objs[ia].name, objs[ib].name), (ja, jb), nb, points, region, spare, faces,
                             Ja.rotation.T @ -n)
@@ -420,11 +425,14 @@ def _ball_on_box_normal(c: np.ndarray, box: coal.Box, M: pin.SE3) -> np.ndarray 
     return M.rotation @ (d / nd)
 
 
+#: the corner pairs (12, 2) of :func:`_box_vertices` that are a box's edges
+_EDGES = np.array([(i, j) for i, j in itertools.combinations(range(8), 2) if (i ^ j) in (1, 2, 4)])
+
+
 def _box_edges(box: coal.Box, M: pin.SE3) -> np.ndarray:
     """The 12 edges of a placed box: their ends (12, 2, 3) (m, world)."""
     V = _box_vertices(box) @ M.rotation.T + M.translation
-    idx = [(i, j) for i, j in itertools.combinations(range(8), 2) if (i ^ j) in (1, 2, 4)]
-    return np.array([(V[i], V[j]) for i, j in idx])
+    return V[_EDGES]
 
 
 def _segment_distance(p: np.ndarray, a: np.ndarray, u: np.ndarray) -> float:
@@ -434,8 +442,18 @@ def _segment_distance(p: np.ndarray, a: np.ndarray, u: np.ndarray) -> float:
 
 
 def _nearest_edge(edges: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """The edge (2, 3) of ``edges`` (k, 2, 3) nearest to point p."""
-    return edges[int(np.argmin([_segment_distance(p, a, b - a) for a, b in edges]))]
+    """The edge (2, 3) of ``edges`` (k, 2, 3) nearest to point p (all k at once)."""
+    a = edges[:, 0]
+    u = edges[:, 1] - a
+    r = p - a
+    s = np.clip(_dot3(r, u) / _dot3(u, u), 0.0, 1.0)
+    r -= s[:, None] * u
+    return edges[int(np.argmin(_dot3(r, r)))]
+
+
+def _dot3(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Dot products over the last axis (3), elementwise."""
+    return x[..., 0] * y[..., 0] + x[..., 1] * y[..., 1] + x[..., 2] * y[..., 2]
 
 
 def _margin(face: _Face | None, Q: _Body, x: np.ndarray) -> np.ndarray:

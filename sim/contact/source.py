@@ -280,7 +280,7 @@ class ContactSource(EventSource):
                 if np.linalg.norm(la - p.local_a) > POINT_TOL:
                     support[i] = SupportPoint(la, B.R.T @ (xb - B.t), crossing=True, edges=p.edges)
                     changed = True
-            g = self.geometry.contact(k) if old else None
+            g = self.geometry.contact(k, full=False) if old else None
             new = [p for p in g.points if p.crossing and p.edges is None] \
                 if g is not None and g.joints == h.joints else []
             if not new:
