@@ -2,8 +2,8 @@
 
 coal 3.0.x's GJK/EPA answers for two boxes depend on memory that earlier queries left (two stacked
 boxes read -3e-12 m and a normal 4.6e-5 rad off in a fresh process, 0 and exact once a tilted
-box's contact patch on a half-space was computed); the brick stack of Fig. 5.7 made 327 events in
-2 s in one process order and 442 in another. With ``reproducible=True`` box pairs take their
+box's contact patch on a half-space was computed); the brick stack of Fig. 5.7 made 327, 442 or 447
+events in 2 s depending on what ran before it. With ``reproducible=True`` box pairs take their
 distances, normals and witness points from the separating-axis test and every patch is computed
 from a contact built from them (sim/collision.py, sim/contact/geometry.py). Each run here is a
 fresh interpreter, so the process's history is the test's to set.
