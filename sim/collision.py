@@ -27,15 +27,22 @@ at trial states never disturbs the mechanism's cached kernels.
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
+import coal
 import numpy as np
 import pinocchio as pin
 
 from controlkit.errors import ModelError, UnknownNameError
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+#: dimensionless: edge-edge axes of the separating-axis test of two boxes shorter than this
+#: (nearly parallel edges) are left out: the face axes cover them
+SAT_PARALLEL = 1e-6
+#: the default of ``CollisionWorld(reproducible=...)`` (and of ``enable_contacts``)
+REPRODUCIBLE = False
 _I3 = np.eye(3)  # (pin.SE3 copies it; one allocation instead of two per point Jacobian)
 
 PairFilter = Callable[[pin.GeometryObject, pin.GeometryObject], bool]
@@ -148,10 +155,14 @@ class CollisionWorld:
             applied on top of :func:`default_filter` when ``pairs`` is None.
         precision: GJK/EPA tolerance (m) of the distance queries (coal's default, 1e-6, is
             too coarse to isolate impact times of curved shapes to 1e-9 s).
+        reproducible: pairs of two boxes take their distances, normals and witness points from
+            the separating-axis test (:func:`box_separations`), and contact patches are computed
+            from contacts built from those (``sim.contact.geometry``), so that results do not
+            depend on what ran before in the process; default :data:`REPRODUCIBLE`.
     """
 
     def __init__(self, mech, pairs: Sequence[tuple[str, str]] | None = None, filter: PairFilter | None = None,
-                 precision: float = 1e-10):
+                 precision: float = 1e-10, reproducible: bool | None = None):
         self.mech = mech
         self.model: pin.Model = mech.model
         src = mech.collision_model
@@ -183,8 +194,23 @@ class CollisionWorld:
             if g.parentJoint:
                 r = float(np.linalg.norm(g.placement.translation)) + _bounding_radius(g.geometry)
                 self._reach[g.parentJoint] = max(self._reach[g.parentJoint], r)
+        # pairs of two boxes: their distance, normal and witness points come from the separating-axis
+        # test, not coal: coal's GJK/EPA answers for them depend on memory that earlier queries in
+        # the process left (coal 3.0.x, two stacked boxes: -3e-12 m and a normal 4.6e-5 rad off in a
+        # fresh process, 0 and exact after another scene; 0.059999999997 m for two apart by 0.06),
+        # so a scene's events depended on what ran before it in the process
+        self.reproducible = REPRODUCIBLE if reproducible is None else bool(reproducible)
+        box = [k for k, (a, b) in enumerate(index) if self.reproducible and
+               isinstance(objs[a].geometry, coal.Box) and isinstance(objs[b].geometry, coal.Box)]
+        self._boxes = set(box)
+        self._box_index = np.array(box, dtype=int)
+        self._box_geoms = [index[k] for k in box]
+        self._box_half = (np.array([np.asarray(objs[index[k][0]].geometry.halfSide, dtype=float) for k in box]).reshape(-1, 3),
+                          np.array([np.asarray(objs[index[k][1]].geometry.halfSide, dtype=float) for k in box]).reshape(-1, 3))
+        self._coal_pairs = [k for k in range(len(index)) if k not in self._boxes]
         self._q_key: bytes | None = None  # the configuration placed (its bytes: a cheap comparison)
         self._dist: np.ndarray | None = None  # distances at _q_key (m), computed on demand
+        self._sat: tuple | None = None  # the box pairs' separating-axis results at _q_key, on demand
         self._jac_done = False
 
     # ------------------------------------------------------------ pairs
@@ -247,6 +273,7 @@ class CollisionWorld:
             self._q_key = key
             self._jac_done = False
             self._dist = None
+            self._sat = None
         if jacobians and not self._jac_done:
             pin.computeJointJacobians(self.model, self.data, q)
             self._jac_done = True
@@ -257,8 +284,60 @@ class CollisionWorld:
         self.place(q, False)
         if self._dist is None:  # a step's end guards and the next step's bound read the same q
             gm, gd = self.gmodel, self.gdata
-            self._dist = np.array([pin.computeDistance(gm, gd, k).min_distance for k in range(len(self.pair_indices))])
+            d = np.empty(len(self.pair_indices))
+            for k in self._coal_pairs:
+                d[k] = pin.computeDistance(gm, gd, k).min_distance
+            if len(self._box_index):
+                d[self._box_index] = self._box_sat()[0]
+            self._dist = d
         return self._dist.copy()
+
+    def _box_sat(self) -> tuple[np.ndarray, np.ndarray]:
+        """The box pairs at the placed state: their separations (m) by the separating-axis test and
+        its axes (world, unit, from a towards b) (:func:`box_separations`; once per placement)."""
+        if self._sat is None:
+            oMg = self.gdata.oMg
+            Ma = [oMg[a] for a, _ in self._box_geoms]
+            Mb = [oMg[b] for _, b in self._box_geoms]
+            self._sat = box_separations(self._box_half[0], np.array([M.rotation for M in Ma]),
+                                        np.array([M.translation for M in Ma]), self._box_half[1],
+                                        np.array([M.rotation for M in Mb]), np.array([M.translation for M in Mb]))
+        return self._sat
+
+    def _box_axis(self, k: int) -> tuple[float, np.ndarray]:
+        """Box pair k at the placed state: its separation (m) and axis (see :func:`box_separations`)."""
+        i = int(np.searchsorted(self._box_index, k))
+        d, n = self._box_sat()
+        return float(d[i]), n[i].copy()
+
+    def _box_witness(self, k: int, dist: float, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Witness points (m, world) of box pair k touching along n (world, unit, from a towards b),
+        from the two support features (a's corners farthest along n, b's along -n): a lone corner
+        and its image on the other's support plane, the closest points of two crossing edges, else
+        the middle of where a's support lies over b's extent (its bounding box in b's frame, clipped
+        to b), on either support plane."""
+        ia, ib = self.pair_indices[k]
+        i = int(np.searchsorted(self._box_index, k))
+        ha, hb = self._box_half[0][i], self._box_half[1][i]
+        Ma, Mb = self.gdata.oMg[ia], self.gdata.oMg[ib]
+        Sa, Sb = _support_corners(ha, Ma, n), _support_corners(hb, Mb, -n)
+        if len(Sa) == 2 and len(Sb) == 2:
+            u, w = Sa[1] - Sa[0], Sb[1] - Sb[0]
+            den = (u @ u) * (w @ w) - (u @ w) ** 2
+            if den > SAT_PARALLEL * (u @ u) * (w @ w):
+                r = Sa[0] - Sb[0]
+                sa = float(np.clip(((u @ w) * (w @ r) - (w @ w) * (u @ r)) / den, 0.0, 1.0))
+                sb = float(np.clip(((u @ u) * (w @ r) - (u @ w) * (u @ r)) / den, 0.0, 1.0))
+                return Sa[0] + sa * u, Sb[0] + sb * w
+        if len(Sa) == 1:
+            c = Sa[0]
+        elif len(Sb) == 1:
+            c = Sb[0]
+        else:
+            local = (Sa - Mb.translation) @ Mb.rotation
+            lo, hi = np.clip(local.min(axis=0), -hb, hb), np.clip(local.max(axis=0), -hb, hb)
+            c = Mb.rotation @ (0.5 * (lo + hi)) + Mb.translation
+        return c + n * float(n @ (Sa[0] - c)), c + n * float(n @ (Sb[0] - c))
 
     def point_jacobian(self, joint: int, point: np.ndarray) -> np.ndarray:
         """3 x nv Jacobian of the velocity (m/s, world axes) of a point (world, m) fixed to a joint."""
@@ -285,12 +364,17 @@ class CollisionWorld:
         out = []
         for k in (range(len(self.pair_indices)) if which is None else which):
             k = int(k)
-            res = gd.distanceResults[k] if fresh else pin.computeDistance(gm, gd, k)
-            pa, pb = np.array(res.getNearestPoint1()), np.array(res.getNearestPoint2())
-            n = np.array(res.normal, dtype=float)
-            nn = np.linalg.norm(n)
-            n = n / nn if nn > 0 else n
-            c = Contact(k, *self.names[k], *self.bodies[k], float(res.min_distance), pa, pb, n)
+            if k in self._boxes:
+                dist, n = self._box_axis(k)
+                pa, pb = self._box_witness(k, dist, n)
+            else:
+                res = gd.distanceResults[k] if fresh else pin.computeDistance(gm, gd, k)
+                dist = float(res.min_distance)
+                pa, pb = np.array(res.getNearestPoint1()), np.array(res.getNearestPoint2())
+                n = np.array(res.normal, dtype=float)
+                nn = np.linalg.norm(n)
+                n = n / nn if nn > 0 else n
+            c = Contact(k, *self.names[k], *self.bodies[k], dist, pa, pb, n)
             if jacobians:
                 ja, jb = self.joints[k]
                 J = n.dot(self.point_jacobian(jb, pb) - self.point_jacobian(ja, pa))
@@ -391,6 +475,55 @@ class CollisionWorld:
             if c.distance > 0.0 and u < 0.0:
                 best = min(best, safety * (c.distance + self.thickness[c.index]) / -u)
         return best
+
+
+def _dot3(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Dot products over the last axis (3) (elementwise, so the same inputs give the same bits
+    whatever the arrays' memory alignment)."""
+    return x[..., 0] * y[..., 0] + x[..., 1] * y[..., 1] + x[..., 2] * y[..., 2]
+
+
+def box_separations(ha: np.ndarray, Ra: np.ndarray, ta: np.ndarray, hb: np.ndarray, Rb: np.ndarray,
+                    tb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The separating-axis test of P pairs of boxes.
+
+    Args:
+        ha, hb: half-extents (P, 3) (m); Ra, Rb: rotations (P, 3, 3); ta, tb: centres (P, 3) (m, world).
+    Returns:
+        the largest separation (m) of each pair over the 6 face axes and the 9 edge-edge axes (P,),
+        and that axis (P, 3) (world, unit, from a towards b). For boxes that overlap or touch it is
+        their signed distance (minus the penetration depth), exactly; for boxes apart, a lower bound
+        of their distance (equal to it when a face or two edges are nearest), positive.
+    """
+    Fa, Fb = np.swapaxes(Ra, 1, 2), np.swapaxes(Rb, 1, 2)  # (P, 3, 3): the axes as rows
+    a, b = Fa[:, :, None, :], Fb[:, None, :, :]  # (the 9 cross products, written out: np.cross is slow)
+    cr = np.stack([a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1], a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2],
+                   a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]], axis=-1).reshape(-1, 9, 3)
+    norms = np.sqrt(_dot3(cr, cr))
+    keep = norms > SAT_PARALLEL
+    cr = np.where(keep[..., None], cr / np.where(keep, norms, 1.0)[..., None], 0.0)
+    axes = np.concatenate([Fa, Fb, cr], axis=1)  # (P, 15, 3)
+    p = _dot3(axes, (tb - ta)[:, None, :])
+    ra = sum(np.abs(_dot3(axes, Fa[:, None, i, :])) * ha[:, None, i] for i in range(3))
+    rb = sum(np.abs(_dot3(axes, Fb[:, None, i, :])) * hb[:, None, i] for i in range(3))
+    sep = np.abs(p) - ra - rb
+    sep[:, 6:][~keep] = -np.inf
+    i = np.argmax(sep, axis=1)
+    rows = np.arange(len(sep))
+    axis = axes[rows, i]
+    return sep[rows, i], np.where((p[rows, i] >= 0.0)[:, None], axis, -axis)
+
+
+def _support_corners(h: np.ndarray, M, d: np.ndarray) -> np.ndarray:
+    """The corners (k, 3) (m, world) of a box (half-extents h, placement M) farthest along d: its
+    support vertex, edge or face (an axis normal to d within 1e-9 leaves its coordinate free)."""
+    loc = M.rotation.T @ d
+    free = np.abs(loc) <= 1e-9
+    sign = np.sign(loc)
+    out = []
+    for s in itertools.product(*[(-1.0, 1.0) if f else (float(g),) for f, g in zip(free, sign)]):
+        out.append(M.rotation @ (np.array(s) * h) + M.translation)
+    return np.array(out)
 
 
 def _bounding_radius(geometry) -> float:

@@ -12,7 +12,7 @@ import coal
 import numpy as np
 import pinocchio as pin
 
-from ..collision import CollisionWorld
+from ..collision import CollisionWorld, _dot3
 from . import curved
 from .bodies import _Body
 from .rows import _closest_on_lines
@@ -173,8 +173,10 @@ class _Geometry:
                 options.append((not fixed, (a, b)))
         return min(options)[1] if options else None
 
-    def contact(self, pair: int) -> _PairContact | None:
-        """The pair's contact patch at the world's placed state, or None when not touching."""
+    def contact(self, pair: int, full: bool = True) -> _PairContact | None:
+        """The pair's contact patch at the world's placed state, or None when not touching.
+        ``full=False``: two polyhedra's points from the patch alone (no vertices the patch left
+        out, no spare vertices), which is all that re-placing crossing points needs."""
         roles = self.roles(pair)
         if roles is None:
             return None
@@ -184,6 +186,48 @@ class _Geometry:
         sa, sb = self.objs[ia].geometry, self.objs[ib].geometry
         if isinstance(sb, coal.Sphere):
             return self._balls(pair, ia, ib, sa, sb, Ma, Mb)
+        if not self.world.reproducible:
+            return self._from_coal(pair, ia, ib, sa, sb, Ma, Mb, full)
+        if pair in self.world._boxes:
+            # two boxes: the separating-axis test's distance and axis (reproducible; coal's EPA
+            # answer near an exact touch is not: see CollisionWorld)
+            d, axis = self.world._box_axis(pair)
+            if d > self.touch_distance:
+                return None
+            n = -axis if (ia, ib) == self.world.pair_indices[pair] else axis  # from B towards A
+        else:
+            req = coal.CollisionRequest()
+            req.security_margin = self.touch_distance
+            req.num_max_contacts = 1
+            res = coal.CollisionResult()
+            coal.collide(sa, _se3_to_tf(Ma), sb, _se3_to_tf(Mb), req, res)
+            if not res.isCollision():
+                return None
+            n = -np.asarray(res.getContact(0).normal, dtype=float)  # coal: from shape 1 (A) to shape 2 (B)
+        # the normal only chooses the face (or the exact normal replaces it); the patch is built
+        # from the chosen normal (_patch_points)
+        if isinstance(sa, coal.Sphere):  # (one point, the centre's: no patch needed)
+            exact = _ball_on_box_normal(Ma.translation, sb, Mb) if isinstance(sb, coal.Box) else None
+            return self._build(pair, ia, ib, sa, sb, Ma, Mb, exact if exact is not None else
+                               self._snap_normal(n, sa, Ma, sb, Mb)[0], [])
+        if isinstance(sa, coal.Cylinder):
+            nc = curved.cylinder_normal(sa, Ma, sb, Mb)
+            if nc is None:  # (the axis inside the box: coal's normal, snapped to B's nearest face)
+                nc = self._snap_normal(n, sa, Ma, sb, Mb)[0]
+            pts = _patch_points(sa, Ma, sb, Mb, nc, self.preq)
+            return None if pts is None else self._cylinder(pair, ia, ib, sa, sb, Ma, Mb, nc, pts)
+        n, swap = self._snap_normal(n, sa, Ma, sb, Mb)
+        # (the patch of the pair in coal's order, along the normal from B towards A of either role)
+        pts = _patch_points(sa, Ma, sb, Mb, -n if swap else n, self.preq)
+        if pts is None:
+            return None
+        if swap:
+            ia, ib, sa, sb, Ma, Mb = ib, ia, sb, sa, Mb, Ma
+        return self._build(pair, ia, ib, sa, sb, Ma, Mb, n, pts, full)
+
+    def _from_coal(self, pair, ia, ib, sa, sb, Ma, Mb, full) -> _PairContact | None:
+        """The contact from coal's own collision contact and its patch (its normal snapped to a
+        face): what a world that is not ``reproducible`` uses."""
         req = coal.CollisionRequest()
         req.security_margin = self.touch_distance
         req.num_max_contacts = 1
@@ -199,15 +243,18 @@ class _Geometry:
         n = -np.asarray(patch.getNormal(), dtype=float)  # coal: from shape 1 (A) to shape 2 (B)
         pts = [np.asarray(patch.getPoint(k), dtype=float) for k in range(patch.size())]
         if isinstance(sa, coal.Cylinder):
-            return self._cylinder(pair, ia, ib, sa, sb, Ma, Mb, n, pts)
+            nc = curved.cylinder_normal(sa, Ma, sb, Mb)
+            if nc is None:  # (the axis inside the box: coal's normal, snapped to B's nearest face)
+                nc = self._snap_normal(n, sa, Ma, sb, Mb)[0]
+            return self._cylinder(pair, ia, ib, sa, sb, Ma, Mb, nc, pts)
         if isinstance(sa, coal.Sphere) and isinstance(sb, coal.Box):
             exact = _ball_on_box_normal(Ma.translation, sb, Mb)
             if exact is not None:  # (a centre inside the box keeps the face's normal)
-                return self._build(pair, ia, ib, sa, sb, Ma, Mb, exact, pts)
+                return self._build(pair, ia, ib, sa, sb, Ma, Mb, exact, pts, full)
         n, swap = self._snap_normal(n, sa, Ma, sb, Mb)
         if swap:
             ia, ib, sa, sb, Ma, Mb = ib, ia, sb, sa, Mb, Ma
-        return self._build(pair, ia, ib, sa, sb, Ma, Mb, n, pts)
+        return self._build(pair, ia, ib, sa, sb, Ma, Mb, n, pts, full)
 
     def _balls(self, pair, ia, ib, sa, sb, Ma, Mb) -> _PairContact | None:
         """A ball on a ball: one support point, A's centre, held at ``ra + rb`` from B's centre."""
@@ -224,13 +271,10 @@ class _Geometry:
         return _PairContact(pair, (self.objs[ia].name, self.objs[ib].name), (ja, jb), Jb.rotation.T @ (d / L),
                             [point], Region.POINT, balls=True)
 
-    def _cylinder(self, pair, ia, ib, sa, sb, Ma, Mb, n_coal, pts) -> _PairContact:
-        """A cylinder A on a box or a half-space B (:mod:`sim.contact.curved`): its side's axis points
-        with the radius, its cap's rim points, or its rim's lowest point, on B's surface along the
-        exact normal."""
-        n = curved.cylinder_normal(sa, Ma, sb, Mb)
-        if n is None:  # (the axis inside the box: coal's normal, snapped to B's nearest face)
-            n = self._snap_normal(n_coal, sa, Ma, sb, Mb)[0]
+    def _cylinder(self, pair, ia, ib, sa, sb, Ma, Mb, n, pts) -> _PairContact:
+        """A cylinder A on a box or a half-space B (:mod:`sim.contact.curved`) along the normal n
+        (world, from B towards A): its side's axis points with the radius, its cap's rim points, or
+        its rim's lowest point, on B's surface."""
         objs = self.objs
         ja, jb = objs[ia].parentJoint, objs[ib].parentJoint
         data = self.world.data
@@ -268,9 +312,10 @@ class _Geometry:
                         best = (-axis @ n, axis, True)
         return best[1], best[2]
 
-    def _build(self, pair, ia, ib, sa, sb, Ma, Mb, n, pts) -> _PairContact:
+    def _build(self, pair, ia, ib, sa, sb, Ma, Mb, n, pts, full: bool = True) -> _PairContact:
         """The contact of A (geometry ia, shape sa at Ma) on B along the normal n (world, from B
-        towards A) from coal's patch points ``pts`` (world): support points, region, spares, faces."""
+        towards A) from coal's patch points ``pts`` (world): support points, region, spares, faces
+        (with ``full=False`` the patch's points only, no spares)."""
         objs = self.objs
         ja, jb = objs[ia].parentJoint, objs[ib].parentJoint
         data = self.world.data
@@ -319,11 +364,13 @@ class _Geometry:
                 points.append(SupportPoint(Ja.actInv(xa), Jb.actInv(xb), crossing=crossing))
             else:
                 points.append(SupportPoint(Jb.actInv(xb), Ja.actInv(xa), owner=1, crossing=crossing))
-        self._add_left_out(points, ((verts_a, plane_b, n, isinstance(sb, coal.Box) and (sb, Mb), Ja, Jb),
-                                    (verts_b, face_a, -n, (sa, Ma), Jb, Ja)), Ja, Jb, near)
+        spare = []
+        if full:
+            self._add_left_out(points, ((verts_a, plane_b, n, isinstance(sb, coal.Box) and (sb, Mb), Ja, Jb),
+                                        (verts_b, face_a, -n, (sa, Ma), Jb, Ja)), Ja, Jb, near)
+            spare = [SupportPoint(Ja.actInv(x), Jb.actInv(plane_b)) for x in verts_a]
+            spare += [SupportPoint(Jb.actInv(x), Ja.actInv(face_a), owner=1) for x in verts_b]
         region = Region.of_count(len(points), Region.FACE)
-        spare = [SupportPoint(Ja.actInv(x), Jb.actInv(plane_b)) for x in verts_a]
-        spare += [SupportPoint(Jb.actInv(x), Ja.actInv(face_a), owner=1) for x in verts_b]
         faces = (face_b, face_a_l)
         return _PairContact(pair, (objs[ia].name, objs[ib].name), (ja, jb), nb, points, region, spare, faces,
                             Ja.rotation.T @ -n)
@@ -406,6 +453,73 @@ class _Geometry:
         return _Face(Jb.actInv(center), axes @ R.T, h[others])
 
 
+def _support_set(shape, M: pin.SE3, d: np.ndarray, tol: float) -> np.ndarray | None:
+    """The corners (k, 3) (m, world) of a box at M within ``tol`` (m) of its support plane along the
+    unit direction d (coal's rule for a box's support set); for a cylinder its side's segment (2, 3),
+    its rim's point (1, 3) or its cap's centre (1, 3) when the cap faces d; None for other shapes."""
+    if isinstance(shape, coal.Cylinder):
+        a, c, h, r = M.rotation[:, 2], M.translation, float(shape.halfLength), float(shape.radius)
+        da = float(d @ a)
+        top = c + (h if da >= 0.0 else -h) * a
+        u = d - da * a
+        nu = float(np.linalg.norm(u))
+        if nu * r <= tol:  # (the cap: coal's patch is a polygon; its centre for the plane)
+            return top[None]
+        u /= nu
+        if abs(da) * 2.0 * h < tol:  # the side's line
+            return np.array([c - h * a + r * u, c + h * a + r * u])
+        return (top + r * u)[None]
+    if not isinstance(shape, coal.Box):
+        return None
+    V = _box_vertices(shape) @ M.rotation.T + M.translation
+    val = V @ d
+    return V[val.max() - val < tol]
+
+
+def _patch_origin(sa, Ma: pin.SE3, sb, Mb: pin.SE3, m: np.ndarray, tol: float) -> np.ndarray:
+    """A contact point (m, world) of A and B touching along m (world, unit, from A towards B) from
+    their placements alone: a lone corner of either support set, where two edges cross, else the
+    middle of A's support set (or A's origin). coal's patch is the overlap of the two support sets
+    in a plane through this point, and this point itself when the overlap is a point; the plane
+    is at the level of A's support plane."""
+    S1, S2 = _support_set(sa, Ma, m, tol), _support_set(sb, Mb, -m, tol)
+    for S in (S1, S2):
+        if S is not None and len(S) == 1:
+            return S[0]
+    if S1 is not None and S2 is not None and len(S1) == 2 and len(S2) == 2:
+        u, w = S1[1] - S1[0], S2[1] - S2[0]
+        u, w = u - m * (m @ u), w - m * (m @ w)  # (in the contact plane)
+        if np.linalg.norm(np.cross(u, w)) >= PARALLEL_SIN * np.linalg.norm(u) * np.linalg.norm(w):
+            s, t, _ = _closest_on_lines(S1[0], u, S2[0], w)
+            return 0.5 * (S1[0] + s * u + S2[0] + t * w)
+    if S1 is None:
+        return Ma.translation.copy()
+    c = S1.mean(axis=0)  # (at the level of A's support plane: patch points near a corner stay near it)
+    return c + m * float((S1 @ m).max() - c @ m)
+
+
+def _patch_points(sa, Ma: pin.SE3, sb, Mb: pin.SE3, n: np.ndarray, preq) -> list[np.ndarray] | None:
+    """coal's contact patch points (world, m) of A (sa at Ma) and B (sb at Mb) along the normal n
+    (world, unit, from B towards A), None when coal finds no patch.
+
+    coal's patch is computed from the contact it is given: here one built from n and
+    :func:`_patch_origin`, never coal's own EPA contact. Near an exact touch (a brick resting on
+    another) EPA's normal and point depend on memory left by earlier queries in the process
+    (coal 3.0.x: the first brick-on-brick collide normal is off by 2.3e-6 in a fresh process and
+    exact after a tilted box's patch on a half-space); a patch built from them made the brick
+    stack's events depend on which scene ran before it (327, 442 or 447 events in 2 s)."""
+    m = -n  # coal: from shape 1 (A) towards shape 2 (B)
+    pos = _patch_origin(sa, Ma, sb, Mb, m, preq.getPatchTolerance())
+    res = coal.CollisionResult()
+    res.addContact(coal.Contact(sa, sb, -1, -1, pos, m, 0.0))
+    pres = coal.ContactPatchResult()
+    coal.computeContactPatch(sa, _se3_to_tf(Ma), sb, _se3_to_tf(Mb), res, preq, pres)
+    if pres.numContactPatches() == 0:
+        return None
+    patch = pres.getContactPatch(0)
+    return [np.asarray(patch.getPoint(k), dtype=float) for k in range(patch.size())]
+
+
 def _ball_on_box_normal(c: np.ndarray, box: coal.Box, M: pin.SE3) -> np.ndarray | None:
     """The unit normal (world) from a box's nearest point towards a ball's centre c (m, world),
     None when c is inside the box. On a face it is the face's normal; over an edge or a corner it
@@ -420,11 +534,14 @@ def _ball_on_box_normal(c: np.ndarray, box: coal.Box, M: pin.SE3) -> np.ndarray 
     return M.rotation @ (d / nd)
 
 
+#: the corner pairs (12, 2) of :func:`_box_vertices` that are a box's edges
+_EDGES = np.array([(i, j) for i, j in itertools.combinations(range(8), 2) if (i ^ j) in (1, 2, 4)])
+
+
 def _box_edges(box: coal.Box, M: pin.SE3) -> np.ndarray:
     """The 12 edges of a placed box: their ends (12, 2, 3) (m, world)."""
     V = _box_vertices(box) @ M.rotation.T + M.translation
-    idx = [(i, j) for i, j in itertools.combinations(range(8), 2) if (i ^ j) in (1, 2, 4)]
-    return np.array([(V[i], V[j]) for i, j in idx])
+    return V[_EDGES]
 
 
 def _segment_distance(p: np.ndarray, a: np.ndarray, u: np.ndarray) -> float:
@@ -434,8 +551,13 @@ def _segment_distance(p: np.ndarray, a: np.ndarray, u: np.ndarray) -> float:
 
 
 def _nearest_edge(edges: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """The edge (2, 3) of ``edges`` (k, 2, 3) nearest to point p."""
-    return edges[int(np.argmin([_segment_distance(p, a, b - a) for a, b in edges]))]
+    """The edge (2, 3) of ``edges`` (k, 2, 3) nearest to point p (all k at once)."""
+    a = edges[:, 0]
+    u = edges[:, 1] - a
+    r = p - a
+    s = np.clip(_dot3(r, u) / _dot3(u, u), 0.0, 1.0)
+    r -= s[:, None] * u
+    return edges[int(np.argmin(_dot3(r, r)))]
 
 
 def _margin(face: _Face | None, Q: _Body, x: np.ndarray) -> np.ndarray:

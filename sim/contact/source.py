@@ -280,7 +280,7 @@ class ContactSource(EventSource):
                 if np.linalg.norm(la - p.local_a) > POINT_TOL:
                     support[i] = SupportPoint(la, B.R.T @ (xb - B.t), crossing=True, edges=p.edges)
                     changed = True
-            g = self.geometry.contact(k) if old else None
+            g = self.geometry.contact(k, full=False) if old else None
             new = [p for p in g.points if p.crossing and p.edges is None] \
                 if g is not None and g.joints == h.joints else []
             if not new:
@@ -509,7 +509,7 @@ class ContactForceProbe:
 
 
 def enable_contacts(sim, friction=None, restitution=0.0, pairs: Sequence[tuple[str, str]] | None = None,
-                    filter: PairFilter | None = None, **options) -> ContactSource:
+                    filter: PairFilter | None = None, reproducible: bool | None = None, **options) -> ContactSource:
     """Continuous contact with Coulomb friction and impacts between the mechanism's geometries.
 
     Args:
@@ -519,13 +519,16 @@ def enable_contacts(sim, friction=None, restitution=0.0, pairs: Sequence[tuple[s
         restitution: impact restitution (default 0: plastic), as for :func:`sim.impact.add_impacts`.
         pairs: geometry (or body) pairs to watch; default all pairs the collision filters keep.
         filter: extra pair predicate.
+        reproducible: results independent of what ran before in the process (box pairs by the
+            separating-axis test, patches from contacts built from it): see
+            :class:`~sim.collision.CollisionWorld`; default ``sim.collision.REPRODUCIBLE``.
         options: see :class:`ContactSource` (``law``, ``tolerance``, ``touch_distance``,
             ``penetration_tolerance``, ``rest_velocity``, ``stick_velocity``, ``name``).
     Returns:
         the registered source; it also establishes the contacts of the current state
         (bodies resting on each other at the start get their hinges at once).
     """
-    world = CollisionWorld(sim.mech, pairs=pairs, filter=filter)
+    world = CollisionWorld(sim.mech, pairs=pairs, filter=filter, reproducible=reproducible)
     options.setdefault("tolerance", min(sim.event_tolerance, MAX_TOLERANCE))
     src = ContactSource(world, friction, restitution, **options)
     unsupported = [k for k in range(len(world)) if src.geometry.roles(k) is None]
