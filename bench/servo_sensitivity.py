@@ -8,9 +8,10 @@ whole-body servo (another assembly order, another solver, a compiled kernel) can
 - ``rows``: the servo's problems of ``--capture`` s (every 50th tick, as
   :func:`controlkit.equations.build_problem` assembles them) solved again with their cost and equality
   rows multiplied by ``1 + 1e-15 n``: the largest relative change of the torques, per number of planted
-  feet. It bounds how closely any other arithmetic can reproduce the servo's torques.
+  feet, by the servo's own solve (``controllers.servo_solve``) and by ``controlkit.solver.solve``. It bounds
+  how closely any other arithmetic can reproduce the servo's torques.
 
-The servo itself is not edited: its module's ``evaluate`` is wrapped at run time, as bench/qp_solvers.py does.
+The servo itself is not edited: ``controllers.whole_body.servo_evaluate`` is wrapped at run time.
 
 Run: ``.venv/bin/python bench/servo_sensitivity.py [--seconds 20] [--eps 0 1e-13 1e-8] [--capture 4]``;
 writes bench/results/servo_sensitivity.json.
@@ -38,11 +39,11 @@ from sim.runner import load_script  # noqa: E402
 
 def walk(seconds: float, eps: float, seed: int = 1) -> dict:
     """Walking part 2 with the servo's torques perturbed by relative noise ``eps``."""
-    import controllers.walking_fd as wfd
+    import controllers.whole_body as wb
     example = load_script(ROOT / "examples" / "walking_fd.py")
     scn = example.build()
     rng = np.random.default_rng(seed)
-    real = wfd.evaluate
+    real = wb.servo_evaluate
 
     def noisy(*args):
         sol = real(*args)
@@ -50,13 +51,13 @@ def walk(seconds: float, eps: float, seed: int = 1) -> dict:
             sol.tau *= 1.0 + eps * rng.standard_normal(sol.tau.shape)
         return sol
 
-    wfd.evaluate = noisy
+    wb.servo_evaluate = noisy
     try:
         t0 = time.perf_counter()
         rec = scn.sim.run(seconds)
         wall = time.perf_counter() - t0
     finally:
-        wfd.evaluate = real
+        wb.servo_evaluate = real
     s = example.walking_statistics(rec)
     return {"eps": eps, "simulated_s": seconds, "wall_s": wall, "events": len(rec.events), "steps": s["steps"],
             "max_strike_error_mm": 1e3 * s["max_strike_error"], "max_stance_slip_mm": 1e3 * s["max_stance_slip"],
@@ -64,38 +65,49 @@ def walk(seconds: float, eps: float, seed: int = 1) -> dict:
 
 
 def row_sensitivity(seconds: float, every: int = 50, trials: int = 3, seed: int = 0) -> list[dict]:
-    """The servo's problems re-solved with rows perturbed by 1e-15 relative: torque change per phase."""
-    import controllers.walking_fd as wfd
+    """The servo's problems re-solved with rows perturbed by 1e-15 relative: torque change per phase,
+    by the servo's solve (:func:`controllers.servo_solve.servo_solve`) and by the reference path
+    (:func:`controlkit.solver.solve`), each against its own unperturbed answer."""
+    import controllers.whole_body as wb
     from controlkit.solver import solve
+    from controllers.servo_solve import servo_solve
     example = load_script(ROOT / "examples" / "walking_fd.py")
     scn = example.build()
     servo = scn.info["servo"]
     rng = np.random.default_rng(seed)
-    real = wfd.evaluate
-    worst: dict[int, list[float]] = {}
+    real = wb.servo_evaluate
+    worst: dict[tuple[str, int], list[float]] = {}
 
-    def probe(mech, eqs, t, q, v):
-        sol = real(mech, eqs, t, q, v)
+    def probe(ws, mech, eqs, t, q, v):
+        sol = real(ws, mech, eqs, t, q, v)
         if servo.solves % every == 0:
             p = mech.problem
             feet = len(servo.planted)
-            for _ in range(trials):
-                pp = copy.copy(p)
-                pp.cost_rows, pp.eq_rows, pp.factors = copy.copy(p.cost_rows), copy.copy(p.eq_rows), {}
-                for rows in (pp.cost_rows, pp.eq_rows):
-                    rows.Aa = rows.Aa * (1.0 + 1e-15 * rng.standard_normal(rows.Aa.shape))
-                    rows.b = rows.b * (1.0 + 1e-15 * rng.standard_normal(rows.b.shape))
-                tau = solve(pp).tau
-                worst.setdefault(feet, []).append(float(np.abs(tau - sol.tau).max() / (1.0 + np.abs(sol.tau).max())))
+            for name, fn in (("servo", servo_solve), ("reference", solve)):
+                base = fn(_fresh(p)).tau
+                for _ in range(trials):
+                    pp = _fresh(p)
+                    for rows in (pp.cost_rows, pp.eq_rows):
+                        rows.Aa = rows.Aa * (1.0 + 1e-15 * rng.standard_normal(rows.Aa.shape))
+                        rows.b = rows.b * (1.0 + 1e-15 * rng.standard_normal(rows.b.shape))
+                    tau = fn(pp).tau
+                    worst.setdefault((name, feet), []).append(float(np.abs(tau - base).max() / (1.0 + np.abs(base).max())))
         return sol
 
-    wfd.evaluate = probe
+    wb.servo_evaluate = probe
     try:
         scn.sim.run(seconds)
     finally:
-        wfd.evaluate = real
-    return [{"planted_feet": k, "problems": len(v) // trials, "max_rel_torque_change": max(v),
+        wb.servo_evaluate = real
+    return [{"solve": k[0], "planted_feet": k[1], "problems": len(v) // trials, "max_rel_torque_change": max(v),
              "median_rel_torque_change": float(np.median(v))} for k, v in sorted(worst.items())]
+
+
+def _fresh(p):
+    """A copy of problem ``p`` whose cost and equality rows can be replaced, with no remembered factors."""
+    pp = copy.copy(p)
+    pp.cost_rows, pp.eq_rows, pp.factors = copy.copy(p.cost_rows), copy.copy(p.eq_rows), {}
+    return pp
 
 
 def main(argv=None) -> None:
@@ -112,7 +124,7 @@ def main(argv=None) -> None:
                         "max_stance_slip_mm", "fell", "final_q_difference"]))
     rows = row_sensitivity(args.capture)
     print("\nservo torques re-solved with rows perturbed by 1e-15 relative")
-    print(table(rows, ["planted_feet", "problems", "max_rel_torque_change", "median_rel_torque_change"]))
+    print(table(rows, ["solve", "planted_feet", "problems", "max_rel_torque_change", "median_rel_torque_change"]))
     path = write_json("servo_sensitivity", {"settings": vars(args), "walks": walks, "rows": rows})
     print(f"\nwrote {path}")
 
