@@ -26,6 +26,9 @@ planted: the torques then move by 4e-7 relative when a row moves by 1e-15.
   the targets, the least-squares solution with the conditioning of the rows themselves (1e5), not
   of their squares. The inequalities become ``G N R^-1 s <= slack``.
 
+With one or two feet planted the torques then move by at most 1e-11 relative when the rows move by 1e-15
+(``bench/servo_sensitivity.py``), against 4e-7 and 1e-9 by the reference path.
+
 A problem of another form (assignments, no inequalities, a regularization that leaves directions
 free, rank-deficient cost rows) goes to :func:`controlkit.solver.solve` unchanged.
 """
