@@ -146,6 +146,9 @@ class WholeBody:
     :meth:`program` is the servo (a control program to run at 1 kHz). ``last`` is its last
     solution on the model, ``solves`` the number of solves. Set ``torque_log`` to a list to
     keep every tick's ``(t, torques)`` in it (s; (ntau,), N m), for measuring the servo's smoothness.
+    Each tick is :func:`controllers.whole_body.servo_evaluate` (its QP by :mod:`controllers.servo_solve`);
+    set ``qp`` to a :class:`~controlkit.qp.QPWorkspace` to warm-start that QP from tick to tick (None:
+    cold solves; the warm start measured no faster, the QP being solved at one tick in six).
     """
 
     torque_log: list | None = None
