@@ -5,7 +5,8 @@ The QPs are captured at run time, in order, by wrapping ``solve_qp`` where the m
 it hold it (nothing in the controllers or the simulator is edited):
 
 - ``servo``: the walking servo of part 2 (``controllers.walking_fd`` through ``examples/walking_fd.py``),
-  the QPs ``controlkit.solver`` hands to quadprog (the ticks where an inequality is active);
+  the QPs ``controllers.servo_solve`` hands to quadprog (the ticks where an inequality is active; their
+  Hessian is the identity);
 - ``walking contacts``: the simulator's contact and impact QPs of the same walk (``sim.*``);
 - ``6-sphere column``, ``8-box row``: the contact and impact QPs of the general contact scenes
   (``robots.scenes.sphere_column(6)``, ``box_row(8)`` dropped on the ground, ``enable_contacts``).
@@ -14,8 +15,7 @@ Per set and solver: microseconds per solve (the whole sequence solved in order, 
 ``--repeat``), mean iterations (each solver's own unit; 0 for a workspace's accepted guess), the
 share of solves the warm start answered, and agreement: the largest ``|x - x_quadprog| / (1 +
 |x_quadprog|_inf)`` over the set. ``--walk`` also runs walking part 2 twice back to back, the servo
-as it is and with its ``evaluate`` wrapped in ``controllers.whole_body.servo_evaluate`` (quadprog
-warm-started), and reports both real-time factors and the servo's microseconds per solve.
+as it is (cold) and with a ``QPWorkspace`` as its ``qp`` (quadprog warm-started), and reports both real-time factors and the servo's microseconds per solve.
 
 Run: ``.venv/bin/python bench/qp_solvers.py [--seconds 4] [--repeat 5] [--walk]``; writes
 bench/results/qp_solvers.json.
@@ -82,7 +82,7 @@ def capture_walk(seconds: float) -> dict[str, list[Problem]]:
     """The QPs of ``seconds`` (s) of walking part 2: the servo's and the simulator's contacts'."""
     example = load_script(ROOT / "examples" / "walking_fd.py")
     scn = example.build()
-    with Capture(lambda m: "servo" if m == "controlkit.solver" else "walking contacts") as cap:
+    with Capture(lambda m: "servo" if m in ("controlkit.solver", "controllers.servo_solve") else "walking contacts") as cap:
         scn.sim.run(seconds)
     return dict(cap.problems)
 
@@ -228,22 +228,16 @@ def _sizes(sizes: list[tuple[int, int, int]]) -> str:
 
 # ------------------------------------------------------------------ the walk, servo warm or not
 def walk(seconds: float, warm: bool) -> dict:
-    """Walking part 2 for ``seconds`` (s); with ``warm`` the servo's ``evaluate`` is
-    ``servo_evaluate`` with one workspace for the run (a run-time wrap, as the servo would call it)."""
-    import controllers.walking_fd as wfd
-    from controllers.whole_body import servo_evaluate
+    """Walking part 2 for ``seconds`` (s); with ``warm`` the servo's QP is warm-started from one
+    workspace for the run (``WholeBody.qp``)."""
     example = load_script(ROOT / "examples" / "walking_fd.py")
     scn = example.build()
     ws = qp.QPWorkspace()
-    real = wfd.evaluate
     if warm:
-        wfd.evaluate = lambda *a: servo_evaluate(ws, *a)
-    try:
-        t0 = time.perf_counter()
-        rec = scn.sim.run(seconds)
-        wall = time.perf_counter() - t0
-    finally:
-        wfd.evaluate = real
+        scn.info["servo"].qp = ws
+    t0 = time.perf_counter()
+    rec = scn.sim.run(seconds)
+    wall = time.perf_counter() - t0
     T = scn.info["servo"].cm.times
     stats = example.walking_statistics(rec)
     kinds = Counter(e.kind for e in rec.events)

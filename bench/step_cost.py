@@ -10,11 +10,13 @@ For each model and case, measured in one run:
   (``EquationSet.evaluation = "reference"``; the total is the plan's, the default).
 
 Two more rows time the whole-body servo of walking part 2 (``controllers.walking_fd``): one
-``evaluate`` on the controller's own model of the biped, with the equation set the servo
+``servo_evaluate`` (its problem solved by ``controllers.servo_solve``; cold QP) on the controller's own
+model of the biped, with the equation set the servo
 builds (centre-of-mass path, torso orientation, posture costs, planted feet's wrench limits,
 torque limits), at the standing state: both feet planted, and one foot planted with the
 swing foot's tasks (``track_point``, ``hold_orientation``) in force. Target: at most 300 us
-(a 1 kHz servo and the simulation on one core).
+(a 1 kHz servo and the simulation on one core). Their ``reference`` is the same tick by
+``controlkit.dynamics.evaluate`` (the problem solved by ``controlkit.solver.solve``).
 
 The kernel and the total are timed in alternating batches (best batch of each), so that
 both see the same machine load; ``--repeat N`` takes more batches, and ``--clock cpu``
@@ -41,6 +43,7 @@ from controlkit.dynamics import evaluate  # noqa: E402
 from controlkit.equations import EquationSet  # noqa: E402
 from controlkit.expressions import acc  # noqa: E402
 from controlkit.quantities import ControlTorques, FramePoint  # noqa: E402
+from controllers.whole_body import servo_evaluate  # noqa: E402
 
 
 def models():
@@ -134,9 +137,12 @@ def measure_servo(repeat: int = 5, clock=time.perf_counter):
             pin.updateFramePlacements(m, d)  # noqa: B023 (timed within this iteration)
 
         def total():
+            servo_evaluate(None, cm, eqs, t, q, v)  # noqa: B023 (timed within this iteration)
+
+        def reference():  # the problem solved by controlkit.solver.solve (the generic path)
             evaluate(cm, eqs, t, q, v)  # noqa: B023 (timed within this iteration)
 
-        rows.append(_row("biped (controller)", case, cm, eqs, kernels, total, repeat, clock))
+        rows.append(_row("biped (controller)", case, cm, eqs, kernels, total, repeat, clock, reference))
     return rows
 
 
@@ -155,16 +161,19 @@ def best_times(fns, repeat: int, number: int = 200, clock=time.perf_counter) -> 
     return best
 
 
-def _row(model: str, case: str, mech, eqs, kernels, total, repeat: int, clock) -> dict:
+def _row(model: str, case: str, mech, eqs, kernels, total, repeat: int, clock, reference=None) -> dict:
     """One table row: the kernel, the evaluation by the plan (the default) and by the reference path
     (``EquationSet.evaluation``), timed in interleaved batches; the split (pinocchio, assembly, solve)
-    is the mean over one more batch of the plan's evaluations."""
-    def reference():
+    is the mean over one more batch of the plan's evaluations. ``reference``: another reference to time
+    instead (the servo's: its problem solved by ``controlkit.solver.solve``)."""
+    def reference_path():
         eqs.evaluation = "reference"
         try:
             total()
         finally:
             eqs.evaluation = "plan"
+
+    reference = reference or reference_path
 
     k, tot, ref = best_times([kernels, total, reference], repeat, clock=clock)
     mech.times.__init__()

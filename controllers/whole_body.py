@@ -17,6 +17,7 @@ Units: m, s, rad, N, N m. Gains: ``kp`` in 1/s^2, ``kd`` in 1/s.
 from __future__ import annotations
 
 import math
+import time as _time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -24,13 +25,13 @@ import numpy as np
 import pinocchio as pin
 
 from controlkit.constraints import WeldConstraint
-from controlkit.dynamics import evaluate
-from controlkit.equations import EquationSet
+from controlkit.equations import EquationSet, build_problem
 from controlkit.errors import ControlkitError
 from controlkit.expressions import TimeFunction, acc, orientation_error, pos, vel
 from controlkit.friction import FrictionLaw
-from controlkit.qp import QPWorkspace, warm_start
+from controlkit.qp import QPWorkspace
 from controlkit.quantities import ConstraintForce, ControlTorques, FrameOrientation, FramePoint, JointAccelerations
+from controllers.servo_solve import servo_solve
 
 __all__ = ["FootContact", "StanceGains", "whole_body_stance", "servo_evaluate"]
 
@@ -141,13 +142,31 @@ class FootContact(WeldConstraint):
         return np.array([f0 * k, f1 * k, f2, m0 * k, m1 * k, m2 * k])
 
 
-def servo_evaluate(workspace: QPWorkspace, mech, eqs: EquationSet, t: float, q: np.ndarray, v: np.ndarray):
-    """One servo tick's solve: :func:`controlkit.dynamics.evaluate` of ``eqs`` on ``mech`` at time
-    ``t`` (s), configuration q (nq,) and velocity v (nv,), its QP warm-started from ``workspace``
-    (the servo's own, kept from tick to tick: the rows active at the last tick are tried first,
-    :class:`controlkit.qp.QPWorkspace`). Returns the Solution."""
-    with warm_start(workspace):
-        return evaluate(mech, eqs, t, q, v)
+def servo_evaluate(workspace: QPWorkspace | None, mech, eqs: EquationSet, t: float, q: np.ndarray, v: np.ndarray):
+    """One servo tick's solve: what :func:`controlkit.dynamics.evaluate` does for ``eqs`` on ``mech`` at
+    time ``t`` (s), configuration q (nq,) and velocity v (nv,) — the state set, the problem built and
+    solved, ``mech.solution``, ``mech.problem`` and ``mech.times`` updated — with the problem solved
+    by :func:`controllers.servo_solve.servo_solve` (well conditioned; the same QP) and its QP
+    warm-started from ``workspace`` when given (the servo's own, kept from tick to tick: the rows
+    active at the last tick are tried first, :class:`controlkit.qp.QPWorkspace`). Returns the Solution."""
+    T = mech.times
+    t0 = _time.perf_counter()
+    mech.set_state(q, v, check=False)
+    mech.bias_forces()
+    if mech.constraints:
+        mech.kinematics()
+    t1 = _time.perf_counter()
+    p = build_problem(mech, eqs, t)
+    t2 = _time.perf_counter()
+    sol = servo_solve(p, workspace)
+    t3 = _time.perf_counter()
+    T.pinocchio += t1 - t0
+    T.assembly += t2 - t1
+    T.solve += t3 - t2
+    T.calls += 1
+    mech.solution, mech.problem = sol, p
+    mech.solved_for = (mech.state_version, id(eqs), eqs.version)
+    return sol
 
 
 def note_loads(sol, feet) -> None:

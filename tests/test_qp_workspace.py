@@ -103,6 +103,8 @@ def test_structures_are_remembered_apart():
 
 
 # ------------------------------------------------------------------ the walking servo's QPs
+SERVO_MODULES = ("controlkit.solver", "controllers.servo_solve")  # (the servo's QPs are solved there)
+
 @pytest.fixture(scope="module")
 def walk_qps():
     """The QPs handed to quadprog in 2.5 s of walking part 2 (the weight shift, the first lift-off,
@@ -113,7 +115,7 @@ def walk_qps():
     real = controlkit.qp.solve_qp
     problems = {"servo": [], "contacts": []}
     patched = [m for name, m in list(sys.modules.items())
-               if name.split(".")[0] in ("controlkit", "sim") and name != "controlkit.qp"
+               if name.split(".")[0] in ("controlkit", "sim", "controllers") and name != "controlkit.qp"
                and getattr(m, "solve_qp", None) is real]
 
     def recorder(store):
@@ -123,7 +125,7 @@ def walk_qps():
         return record
 
     for m in patched:
-        m.solve_qp = recorder(problems["servo" if m is controlkit.solver else "contacts"])
+        m.solve_qp = recorder(problems["servo" if m.__name__ in SERVO_MODULES else "contacts"])
     try:
         walking_fd.build().sim.run(2.5)
     finally:
