@@ -31,6 +31,16 @@ class Mode(StrEnum):
     FRICTIONLESS = "frictionless"  # normal rows only; mu_s = 0
 
 
+#: which hinges build their rows in one compiled call (:mod:`sim.contact.row_kernel`, numba):
+#: ``"curved"`` (balls and cylinders' sides: a ball's point or line support), ``"all"`` or ``"none"``
+#: (the Python reference everywhere). Polyhedral contacts stay on the reference by default: the
+#: kernel's sums run in another order than numpy's BLAS products, and the event sequence of a
+#: chaotic polyhedral scene (the toppled brick stack) hangs on those last bits; see
+#: docs/architecture.md "Evaluation speed".
+COMPILED_ROWS = "curved"
+#: how many row builds took each path: the compiled kernel, the Python reference
+ROW_COUNTS = {"kernel": 0, "reference": 0}
+
 # (module names for the hot paths: an enum member's lookup costs ~0.1 us in Python 3.11, and the
 # mode is read at every assembly and guard evaluation)
 _STICK, _SLIDE = Mode.STICK, Mode.SLIDE
@@ -100,6 +110,7 @@ class ContactHinge(Constraint):
         self._world_memo: list = []
         self._centroid = None
         self._sides_cache = None
+        self._packed = None  # ((version, mode, stick rows), row_kernel.pack's parameters)
         self.balls = False  # a ball on a ball: the normal is the centres' line, not fixed in B
         self.depth0 = 0.0  # the pair's signed distance (m, <= 0) when its support was last set
         self.shown0 = 0.0  # the penetration (m, <= 0) its support points showed then (shown_depth)
@@ -194,9 +205,46 @@ class ContactHinge(Constraint):
 
     def rows(self):
         """``(phi, J, drift, G)``: gaps (m), Jacobian rows, drifts and force rows of all its rows
-        at the state, before the stick mask (normals, then t1, t2, torsion); kept per state."""
+        at the state, before the stick mask (normals, then t1, t2, torsion); kept per state.
+
+        Built in one compiled call (:meth:`kernel_rows`) where it covers the hinge and
+        :data:`COMPILED_ROWS` selects it, else by the Python reference (:meth:`reference_rows`)."""
         if self._cache_version == self.mech.state_version:
             return self._cache
+        which = COMPILED_ROWS
+        out = None
+        if which == "all" or which == "curved" and self.points and (self.balls or self.points[0].radius > 0.0):
+            out = self.kernel_rows()
+        if out is None:
+            ROW_COUNTS["reference"] += 1
+            out = self.reference_rows()
+        else:
+            ROW_COUNTS["kernel"] += 1
+        self._cache = out
+        self._cache_version = self.mech.state_version
+        return out
+
+    def kernel_rows(self):
+        """:meth:`rows` by :func:`sim.contact.row_kernel.hinge_rows`, or None where it does not
+        cover the hinge (see :func:`sim.contact.row_kernel.pack`). Agrees with
+        :meth:`reference_rows` to rounding (tests/test_contact_row_kernel.py)."""
+        from . import row_kernel  # (numba: imported, and compiled or loaded, on first use)
+        k = self.stick_row_count()
+        packed = self._packed
+        if packed is None or packed[0] != (self.version, self.mode, k):
+            packed = self._packed = ((self.version, self.mode, k), row_kernel.pack(self, k))
+        if packed[1] is None:
+            return None
+        P, E, f, iv = packed[1]
+        A, B = _bodies(self.mech, self.joints)
+        if iv[row_kernel.I_SLIDING]:  # (the support's centroid: a point of A, or where the points are now)
+            f[row_kernel.F_CENTROID:row_kernel.F_CENTROID + 3] = self.centroid_local()
+        phi, JD, G = row_kernel.hinge_rows(A.H, A.V, A.JA, B.H, B.V, B.JA, P, E, f, iv)
+        J = JD[:, :-1]
+        return phi, J, JD[:, -1], (G if len(G) else J)
+
+    def reference_rows(self):
+        """:meth:`rows` by the Python formulas of :mod:`sim.contact.rows` (the reference)."""
         sides = self.sides()
         A, B, n = sides[0]
         groups = self._groups()
@@ -205,10 +253,8 @@ class ContactHinge(Constraint):
                 and not (self.mode == _STICK and self._rolls):
             # the common case (a foot on the ground): A's material points on the fixed world
             _, _, la, lo, rad = groups[0]
-            self._cache = _rows_on_world(A, n, la, lo, rad, self._anchor_a, self._tangents_b, self.stick_row_count(),
-                                         self._world_memo)
-            self._cache_version = self.mech.state_version
-            return self._cache
+            return _rows_on_world(A, n, la, lo, rad, self._anchor_a, self._tangents_b, self.stick_row_count(),
+                                  self._world_memo)
         blocks = []
         if self.points:
             blocks.append(self._normal_rows(sides))
@@ -218,11 +264,13 @@ class ContactHinge(Constraint):
         nv = self.mech.nv
         if not blocks:
             z = np.zeros(0)
-            self._cache = (z, np.zeros((0, nv)), z, np.zeros((0, nv)))
-        else:
-            self._cache = tuple(np.concatenate([b[i] for b in blocks]) for i in range(4))
-        self._cache_version = self.mech.state_version
-        return self._cache
+            return z, np.zeros((0, nv)), z, np.zeros((0, nv))
+        if len(blocks) == 1:
+            return blocks[0]
+        (p0, J0, d0, G0), (p1, J1, d1, G1) = blocks
+        J = np.concatenate((J0, J1))
+        # (ideal rows, the force rows are the Jacobian's: one array for both)
+        return np.concatenate((p0, p1)), J, np.concatenate((d0, d1)), J if G0 is J0 and G1 is J1 else np.concatenate((G0, G1))
 
     def sides(self):
         """See :func:`_sides` (kept while the state and the normals are the same)."""
@@ -434,6 +482,7 @@ class ContactHinge(Constraint):
         x = A.point(self.centroid_local()) - np.mean([p.radius for p in self.points]) * n
         self._anchor_a = A.R.T @ (x - A.t)
         self._cache_version = -1
+        self._packed = None
 
     def tangent_world(self, ft: np.ndarray) -> np.ndarray:
         """A tangential force (2,) in the hinge's tangent basis as a world vector (3,)."""
@@ -484,6 +533,7 @@ class ContactHinge(Constraint):
         use) and, unless ``rows_only``, everything keyed by :attr:`version`, which moves (the point
         groups, affine coordinates, centroid, the solver's constraint plan)."""
         self._cache_version = -1
+        self._packed = None
         if not rows_only:
             self.version += 1
             self._affine = None
