@@ -128,7 +128,7 @@ def reference_rows():
 def test_compiled_rows_equal_the_reference_on_balls_boxes_and_cylinders_in_every_mode(reference_rows):
     rng = np.random.default_rng(7)
     seen: set = set()
-    for name, (build, seconds, chunk) in SCENES.items():
+    for build, seconds, chunk in SCENES.values():
         b = build()
         sim = Simulator(b.mechanism, b.q0, b.v0, dt=1e-3, integrator="rk4")
         src = enable_contacts(sim, friction=(0.5, 0.4))

@@ -9,12 +9,11 @@ import numpy as np
 
 from controlkit.constraints import Constraint
 from controlkit.friction import FrictionLaw
-from controlkit.vec3 import cross
 
 from .bodies import _bodies, _Body, _sides
 from .curved import line_rolling_block
 from .geometry import Region, SupportPoint, _coincides, _Face, _PairContact, _region, _same_key, _tangents
-from .rows import _ball_centres, _ball_rows, _edge_rows, _gap_rows, _rolling_rows, _rows_on_world
+from .rows import _ball_centres, _rows_on_world, anchor_stick_block, ball_rolling_block, normal_rows
 from .support import _support_margin
 
 #: m/s (rad/s for the torsion row): relative motion slower than this is none (a stick row that
@@ -40,6 +39,7 @@ class Mode(StrEnum):
 COMPILED_ROWS = "curved"
 #: how many row builds took each path: the compiled kernel, the Python reference
 ROW_COUNTS = {"kernel": 0, "reference": 0}
+row_kernel = None  # sim.contact.row_kernel, once the first hinge takes the compiled path
 
 # (module names for the hot paths: an enum member's lookup costs ~0.1 us in Python 3.11, and the
 # mode is read at every assembly and guard evaluation)
@@ -225,23 +225,12 @@ class ContactHinge(Constraint):
         return out
 
     def kernel_rows(self):
-        """:meth:`rows` by :func:`sim.contact.row_kernel.hinge_rows`, or None where it does not
-        cover the hinge (see :func:`sim.contact.row_kernel.pack`). Agrees with
-        :meth:`reference_rows` to rounding (tests/test_contact_row_kernel.py)."""
-        from . import row_kernel  # (numba: imported, and compiled or loaded, on first use)
-        k = self.stick_row_count()
-        packed = self._packed
-        if packed is None or packed[0] != (self.version, self.mode, k):
-            packed = self._packed = ((self.version, self.mode, k), row_kernel.pack(self, k))
-        if packed[1] is None:
-            return None
-        P, E, f, iv = packed[1]
-        A, B = _bodies(self.mech, self.joints)
-        if iv[row_kernel.I_SLIDING]:  # (the support's centroid: a point of A, or where the points are now)
-            f[row_kernel.F_CENTROID:row_kernel.F_CENTROID + 3] = self.centroid_local()
-        phi, JD, G = row_kernel.hinge_rows(A.H, A.V, A.JA, B.H, B.V, B.JA, P, E, f, iv)
-        J = JD[:, :-1]
-        return phi, J, JD[:, -1], (G if len(G) else J)
+        """:meth:`rows` in one compiled call (:func:`sim.contact.row_kernel.rows_of`), or None where
+        it does not cover the hinge; agrees with :meth:`reference_rows` to rounding."""
+        global row_kernel
+        if row_kernel is None:  # (numba: imported, and the kernel compiled or loaded, on first use)
+            from . import row_kernel
+        return row_kernel.rows_of(self)
 
     def reference_rows(self):
         """:meth:`rows` by the Python formulas of :mod:`sim.contact.rows` (the reference)."""
@@ -303,26 +292,6 @@ class ContactHinge(Constraint):
         """The stick rows' tangents (2, 3) (world): fixed in B, or for a ball on a ball, from n."""
         return _tangents(n) if self.balls else self._tangents_b.dot(B.R.T)
 
-    def _rolling_block(self, A: _Body, B: _Body, n: np.ndarray):
-        """:func:`_rolling_rows` of a ball on a face (n fixed in B) or on a ball (n the centres' line)."""
-        p = self.points[0]
-        c = A.point(p.local_a[None])
-        vc = A.velocity(c)[0]
-        c = c[0]
-        T = self._tangent_basis(B, n)
-        if self.balls:
-            xb = B.point(p.local_o[None])
-            dv = vc - B.velocity(xb)[0]
-            L = float(np.linalg.norm(c - xb[0]))
-            ndot = (dv - (n @ dv) * n) / L
-            tdot = None  # (their turn meets a relative velocity that the rows keep at zero)
-        else:
-            ndot = cross(B.w, n)
-            tdot = np.array([cross(B.w, t) for t in T])
-        JD = _rolling_rows(A, B, c - p.radius * n, vc - p.radius * ndot, T, tdot)
-        J = JD[:, :-1]
-        return np.zeros(2), J, JD[:, -1], J
-
     def _groups(self):
         """The held points by owner, as arrays: ``[(owner, index, local_a, local_o, radius)]``
         (cached while the points are the same objects)."""
@@ -339,51 +308,12 @@ class ContactHinge(Constraint):
         return self._group_cache
 
     def _normal_rows(self, sides):
-        u, own = self._sliding_direction(*sides[0]) if self.mode == _SLIDE else (None, False)
-        if self.balls:
-            p = self.points[0]
-            return _ball_rows(*sides[0][:2], p.local_a[None], p.local_o[None], p.radius, p.radius_b, u, self.mu_k, own)
-        groups = self._groups()
-        m = len(self.points)
-        if len(groups) == 1 and groups[0][0] == 0 and len(groups[0][1]) == m:  # the common case: every point is A's
-            _, _, la, lo, rad = groups[0]
-            return _gap_rows(*sides[0], la, lo, rad, u, self.mu_k, own)
-        nv = self.mech.nv
-        out = [np.zeros(m), np.zeros((m, nv)), np.zeros(m), np.zeros((m, nv))]
-        for i, p in enumerate(self.points):
-            if p.edges is not None:  # an edge crossing an edge at an angle
-                rows = _edge_rows(*sides[0][:2], p.edges, u, self.mu_k, own)
-                for k in range(4):
-                    out[k][i] = rows[k][0]
-        for owner, idx, la, lo, rad in groups:
-            uo = None if u is None else (u if owner == 0 else -u)  # the owner's direction relative to the other
-            rows = _gap_rows(*sides[owner], la, lo, rad, uo, self.mu_k, own)
-            for k in range(4):
-                out[k][idx] = rows[k]
-        return tuple(out)
+        return normal_rows(self, sides, *(self._sliding_direction(*sides[0]) if self.mode == _SLIDE else (None, False)))
 
     def _stick_block(self, A: _Body, B: _Body, n: np.ndarray, k: int):
         if self._rolls:  # (a ball's point, or a cylinder's side: its line, sec. sim.contact.curved)
-            return self._rolling_block(A, B, n) if len(self.points) == 1 else line_rolling_block(self, A, B, n, k)
-        ra = A.R.dot(self._anchor_a)
-        t = self._tangents_b.dot(B.R.T)  # (2, 3)
-        # velocity-level rows (no position term): rows of two sticking bodies that are redundant
-        # (a foot and its toe) stay consistent, where anchors' position errors would not be
-        JD = np.empty((k, self.mech.nv + 1))
-        JD[:2] = A.at_point(ra, t)
-        if k == 3:
-            JD[2] = A.JA[3:].T.dot(n)  # torsion: n . (w_A - w_B), its drift n . alpha
-        if not B.world:
-            rb = ra + A.t - B.t
-            JD[:2] -= B.at_point(rb, t)
-            for i in range(2):
-                c = cross(B.w, t[i])  # the tangents turn with B
-                JD[i, -1] += 2.0 * (A.velocity_along(ra, c) - B.velocity_along(rb, c))
-            if k == 3:
-                JD[2] -= B.JA[3:].T.dot(n)
-                JD[2, -1] += cross(B.w, n).dot(A.w - B.w)
-        J = JD[:, :-1]
-        return np.zeros(k), J, JD[:, -1], J
+            return ball_rolling_block(self, A, B, n) if len(self.points) == 1 else line_rolling_block(self, A, B, n, k)
+        return anchor_stick_block(self, A, B, n, k)
 
     def _part(self, i: int) -> np.ndarray:
         if self.detached:

@@ -26,6 +26,8 @@ import numpy as np
 
 from controlkit.friction import POINT_SLIDE_SPEED
 
+from .bodies import _bodies
+
 # the layout of the float parameters ``f`` (see :func:`pack`)
 F_NB, F_NA, F_TB, F_ANCHOR, F_SLIDE, F_CENTROID = 0, 3, 6, 12, 15, 18
 F_MEAN_RAD, F_MU_K, F_RADIUS_B, F_LINE, F_RADIUS = 21, 22, 23, 24, 27
@@ -390,6 +392,24 @@ def hinge_rows(HA, VA, JA, HB, VB, JB, P, E, f, iv):
 
 
 # ------------------------------------------------------------- the Python side
+def rows_of(h):
+    """Hinge h's rows ``(phi, J, drift, G)`` as :meth:`ContactHinge.rows` (G is J unless it slides)
+    by :func:`hinge_rows`, or None where :func:`pack` does not cover it."""
+    k = h.stick_row_count()
+    packed = h._packed  # (dropped by the hinge's invalidate() and set_anchor())
+    if packed is None or packed[0] != (h.version, h.mode, k):
+        packed = h._packed = ((h.version, h.mode, k), pack(h, k))
+    if packed[1] is None:
+        return None
+    P, E, f, iv = packed[1]
+    A, B = _bodies(h.mech, h.joints)
+    if iv[I_SLIDING]:  # (the support's centroid: a point of A, or where the points are now)
+        f[F_CENTROID:F_CENTROID + 3] = h.centroid_local()
+    phi, JD, G = hinge_rows(A.H, A.V, A.JA, B.H, B.V, B.JA, P, E, f, iv)
+    J = JD[:, :-1]
+    return phi, J, JD[:, -1], (G if len(G) else J)
+
+
 def pack(h, k: int):
     """A hinge's parameters for :func:`hinge_rows`: ``(P, E, f, iv)``, or None where the compiled
     path does not cover it (no held point, a stick anchor not set, more than one point of a ball
