@@ -45,38 +45,38 @@ SLIP_SPEED = 1e-9  # m/s: the hinge's (sim.contact.hinge.SLIP_SPEED), repeated f
 
 
 # ------------------------------------------------------------ 3-vector helpers
-@numba.njit(cache=True, inline="always")
+@numba.njit
 def _cross(a, b):
     return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit
 def _dot(a, b):
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit
 def _sub(a, b):
     return (a[0] - b[0], a[1] - b[1], a[2] - b[2])
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit
 def _add(a, b):
     return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit
 def _scale(s, a):
     return (s * a[0], s * a[1], s * a[2])
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit
 def _vec(x, i):
     """The 3-vector x[i:i + 3] of a flat array."""
     return (x[i], x[i + 1], x[i + 2])
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit
 def _rot(H, v):
     """R v for the rotation of a placement H (4, 4)."""
     return (H[0, 0] * v[0] + H[0, 1] * v[1] + H[0, 2] * v[2],
@@ -84,31 +84,31 @@ def _rot(H, v):
             H[2, 0] * v[0] + H[2, 1] * v[1] + H[2, 2] * v[2])
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit
 def _origin(H):
     return (H[0, 3], H[1, 3], H[2, 3])
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit
 def _point(H, v):
     """R v + t: a point of the body (joint frame) in the world."""
     return _add(_rot(H, v), _origin(H))
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit
 def _velocity(H, V, x):
     """The velocity (m/s) of the body's material point at world x: v_o + w x (x - t)."""
     return _add((V[0], V[1], V[2]), _cross((V[3], V[4], V[5]), _sub(x, _origin(H))))
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit
 def _unit(a):
     s = math.sqrt(_dot(a, a))
     return (a[0] / s, a[1] / s, a[2] / s)
 
 
 # ------------------------------------------------------------- row builders
-@numba.njit(cache=True)
+@numba.njit
 def _add_row(out, i, JA, sign, d, c, extra):
     """out[i] += sign (d . JA[:3] + c . JA[3:]) over out's columns (all of JA's with the drift
     column, which also takes ``sign * extra``, or only the Jacobian's)."""
@@ -120,7 +120,7 @@ def _add_row(out, i, JA, sign, d, c, extra):
         out[i, ncol - 1] += sign * extra
 
 
-@numba.njit(cache=True)
+@numba.njit
 def _point_row(out, i, JA, V, sign, r, d):
     """out[i] += sign [d . J(x) | d . a(x)] for the material point at lever r (world) from the body's
     origin, along d (:meth:`_Body.along`: the centripetal part ``(r . w)(w . d) - (r . d)|w|^2``)."""
@@ -129,13 +129,13 @@ def _point_row(out, i, JA, V, sign, r, d):
     _add_row(out, i, JA, sign, d, _cross(r, d), extra)
 
 
-@numba.njit(cache=True)
+@numba.njit
 def _direction_row(out, i, JA, sign, r, d):
     """out[i] += sign d . J(x) (out (., nv)): the velocity of the material point at lever r along d."""
     _add_row(out, i, JA, sign, d, _cross(r, d), 0.0)
 
 
-@numba.njit(cache=True)
+@numba.njit
 def _slide_direction(dv, k, u):
     """:meth:`FrictionLaw.slide_directions` of one point: its tangential velocity blended with u."""
     dk = _dot(dv, k)
@@ -143,7 +143,7 @@ def _slide_direction(dv, k, u):
     return _unit(d)
 
 
-@numba.njit(cache=True)
+@numba.njit
 def _friction_row(G, i, JP, HP, VP, JQ, HQ, VQ, qworld, xc, k, u, own, mu_k):
     """G[i] -= mu_k (d . J_P(xc) - d . J_Q(xc)), d the point's sliding direction (its own when
     ``own``, else u): the kinetic friction a sliding point's normal force carries."""
@@ -156,7 +156,7 @@ def _friction_row(G, i, JP, HP, VP, JQ, HQ, VQ, qworld, xc, k, u, own, mu_k):
         _direction_row(G, i, JQ, mu_k, _sub(xc, _origin(HQ)), d)
 
 
-@numba.njit(cache=True)
+@numba.njit
 def _gap_row(phi, JD, G, i, JP, HP, VP, JQ, HQ, VQ, qworld, k, la, lo, rad, sliding, u, own, mu_k):
     """Row i of a material point ``la`` of P on Q's surface (normal k, world, fixed in Q) over
     ``lo`` (:func:`sim.contact.rows._gap_rows`)."""
@@ -174,13 +174,13 @@ def _gap_row(phi, JD, G, i, JP, HP, VP, JQ, HQ, VQ, qworld, k, la, lo, rad, slid
         _friction_row(G, i, JP, HP, VP, JQ, HQ, VQ, qworld, _sub(x, _scale(rad, k)), k, u, own, mu_k)
 
 
-@numba.njit(cache=True)
+@numba.njit
 def _copy_row(G, i, JD):
     for j in range(G.shape[1]):
         G[i, j] = JD[i, j]
 
 
-@numba.njit(cache=True)
+@numba.njit
 def _edge_row(phi, JD, G, i, JA, HA, VA, JB, HB, VB, bworld, e, sliding, u, own, mu_k):
     """Row i of an edge of A crossing an edge of B (:func:`sim.contact.rows._edge_rows`); e (13,):
     the edges' ends a0, a1 (A's frame), b0, b1 (B's) and the sign."""
@@ -216,7 +216,7 @@ def _edge_row(phi, JD, G, i, JA, HA, VA, JB, HB, VB, bworld, e, sliding, u, own,
             _direction_row(G, i, JB, mu_k, _sub(xa, _origin(HB)), d)
 
 
-@numba.njit(cache=True)
+@numba.njit
 def _ball_row(phi, JD, G, i, JA, HA, VA, JB, HB, VB, bworld, la, lb, ra, rb, sliding, u, own, mu_k):
     """Row i of a ball of A (centre la, radius ra) on a ball of B (lb, rb)
     (:func:`sim.contact.rows._ball_rows`)."""
@@ -235,7 +235,7 @@ def _ball_row(phi, JD, G, i, JA, HA, VA, JB, HB, VB, bworld, la, lb, ra, rb, sli
         _friction_row(G, i, JA, HA, VA, JB, HB, VB, bworld, _sub(xa, _scale(ra, n)), n, u, own, mu_k)
 
 
-@numba.njit(cache=True)
+@numba.njit
 def _tangents(n):
     """:func:`sim.contact.geometry._tangents`: t1 = n x a / |n x a| (a = x, or y when n is near
     x), t2 = n x t1."""
@@ -246,7 +246,7 @@ def _tangents(n):
     return t1, _cross(n, t1)
 
 
-@numba.njit(cache=True)
+@numba.njit
 def _rolling(JD, i0, JA, HA, VA, JB, HB, VB, bworld, x, xdot, t1, t2, tdot1, tdot2, turning):
     """Rows i0, i0 + 1: no slip at the current contact point x along t1, t2
     (:func:`sim.contact.rows._rolling_rows`; ``turning``: the tangents turn at tdot1, tdot2)."""
@@ -273,7 +273,7 @@ def _rolling(JD, i0, JA, HA, VA, JB, HB, VB, bworld, x, xdot, t1, t2, tdot1, tdo
             JD[i0 + 1, last] += _dot(tdot2, dv)
 
 
-@numba.njit(cache=True)
+@numba.njit
 def _torsion(JD, i, JA, VA, JB, VB, bworld, n, ndot):
     """Row i: n . (w_A - w_B), its drift n . (alpha_A - alpha_B) + ndot . (w_A - w_B) (ndot = w_B x n)."""
     zero = (0.0, 0.0, 0.0)
@@ -283,7 +283,7 @@ def _torsion(JD, i, JA, VA, JB, VB, bworld, n, ndot):
         JD[i, JD.shape[1] - 1] += _dot(ndot, _sub((VA[3], VA[4], VA[5]), (VB[3], VB[4], VB[5])))
 
 
-@numba.njit(cache=True)
+@numba.njit
 def _stick_rows(JD, m, k, JA, HA, VA, JB, HB, VB, bworld, n, t1, t2, f, iv, P):
     """The stick rows (rows m.. of JD): at the anchor, or rolling (see :data:`STICK_ANCHOR`)."""
     last = JD.shape[1] - 1
