@@ -2,6 +2,7 @@
 rows and forces)."""
 from __future__ import annotations
 
+import math
 from enum import StrEnum
 from typing import Sequence
 
@@ -106,6 +107,7 @@ class ContactHinge(Constraint):
         self._affine = None
         self._group_key = None
         self._group_cache = []
+        self._group_mean = math.nan
         self._labels = None
         self._world_memo: list = []
         self._centroid = None
@@ -304,8 +306,15 @@ class ContactHinge(Constraint):
                  np.array([self.points[i].local_o for i in idx], dtype=float),
                  np.array([self.points[i].radius for i in idx], dtype=float))
                 for owner in (0, 1) if (idx := np.flatnonzero(own == owner)).size]
+            self._group_mean = np.mean([p.radius for p in self.points]) if self.points else math.nan
             self._group_key = key
         return self._group_cache
+
+    def _mean_radius(self) -> float:
+        """The held points' mean radius (m): their contact points lie that far below them along n
+        (kept with the point groups)."""
+        self._groups()
+        return self._group_mean
 
     def _normal_rows(self, sides):
         return normal_rows(self, sides, *(self._sliding_direction(*sides[0]) if self.mode == _SLIDE else (None, False)))
@@ -367,7 +376,7 @@ class ContactHinge(Constraint):
         """The contact's sliding direction (world, unit) and whether it still slides (False past
         a stop: then every point's friction keeps that direction)."""
         vt = self.tangential_velocity(A, B, n)
-        s = np.linalg.norm(vt)
+        s = math.sqrt(vt.dot(vt))  # (numpy.linalg.norm's own sum, without its wrapper)
         # past a stop (within an integration step) friction keeps its direction, so that the
         # stop is a visible zero crossing of the slide guard instead of chatter inside a step
         moving = s > SLIP_SPEED and vt.dot(self.slide_dir) > 0
@@ -402,14 +411,14 @@ class ContactHinge(Constraint):
         """Velocity (m/s, world) of A relative to B at the support centroid, in B's tangent plane."""
         if A is None:
             A, B, n = self.sides()[0]
-        x = A.point(self.centroid_local()) - np.mean([p.radius for p in self.points]) * n
+        x = A.point(self.centroid_local()) - self._mean_radius() * n
         dv = A.velocity(x) - B.velocity(x)
         return dv - n.dot(dv) * n
 
     def set_anchor(self) -> None:
         """Hold the current relative placement at the support centroid (stick onset)."""
         A, B, n = self.sides()[0]
-        x = A.point(self.centroid_local()) - np.mean([p.radius for p in self.points]) * n
+        x = A.point(self.centroid_local()) - self._mean_radius() * n
         self._anchor_a = A.R.T @ (x - A.t)
         self._cache_version = -1
         self._packed = None
