@@ -148,10 +148,10 @@ def test_compiled_rows_equal_the_reference_on_balls_boxes_and_cylinders_in_every
 
 
 def test_a_ball_column_takes_the_compiled_rows_and_keeps_the_reference_events():
-    """The default (``COMPILED_ROWS = "curved"``) builds a ball column's rows in the kernel; the
+    """The default (``COMPILED_ROWS = "balls"``) builds a ball column's rows in the kernel; the
     run has the reference run's events and states to rounding."""
     runs = {}
-    for which in ("curved", "none"):
+    for which in ("balls", "none"):
         old = hinge.COMPILED_ROWS
         hinge.COMPILED_ROWS = which
         try:
@@ -164,8 +164,8 @@ def test_a_ball_column_takes_the_compiled_rows_and_keeps_the_reference_events():
                            {k: hinge.ROW_COUNTS[k] - before[k] for k in before})
         finally:
             hinge.COMPILED_ROWS = old
-    assert runs["curved"][2]["kernel"] > 100 and runs["curved"][2]["reference"] == 0
+    assert runs["balls"][2]["kernel"] > 100 and runs["balls"][2]["reference"] == 0
     assert runs["none"][2]["kernel"] == 0
-    assert [k for k, _ in runs["curved"][0]] == [k for k, _ in runs["none"][0]] and runs["none"][0]
-    assert np.abs(np.array([t for _, t in runs["curved"][0]]) - [t for _, t in runs["none"][0]]).max() <= 1e-9
-    assert np.abs(runs["curved"][1] - runs["none"][1]).max() <= 1e-9
+    assert [k for k, _ in runs["balls"][0]] == [k for k, _ in runs["none"][0]] and runs["none"][0]
+    assert np.abs(np.array([t for _, t in runs["balls"][0]]) - [t for _, t in runs["none"][0]]).max() <= 1e-9
+    assert np.abs(runs["balls"][1] - runs["none"][1]).max() <= 1e-9

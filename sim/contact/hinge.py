@@ -32,12 +32,12 @@ class Mode(StrEnum):
 
 
 #: which hinges build their rows in one compiled call (:mod:`sim.contact.row_kernel`, numba):
-#: ``"curved"`` (balls and cylinders' sides: a ball's point or line support), ``"all"`` or ``"none"``
-#: (the Python reference everywhere). Polyhedral contacts stay on the reference by default: the
-#: kernel's sums run in another order than numpy's BLAS products, and the event sequence of a
-#: chaotic polyhedral scene (the toppled brick stack) hangs on those last bits; see
-#: docs/architecture.md "Evaluation speed".
-COMPILED_ROWS = "curved"
+#: ``"balls"`` (a ball on a ball or on a face: its one point), ``"all"`` or ``"none"`` (the Python
+#: reference everywhere). The others stay on the reference by default: the kernel's sums run in
+#: another order than numpy's BLAS products, and the event sequences of some scenes hang on those
+#: last bits (the toppled brick stack, a hand grasping a cylinder); see docs/architecture.md
+#: "Evaluation speed".
+COMPILED_ROWS = "balls"
 #: how many row builds took each path: the compiled kernel, the Python reference
 ROW_COUNTS = {"kernel": 0, "reference": 0}
 row_kernel = None  # sim.contact.row_kernel, once the first hinge takes the compiled path
@@ -46,6 +46,7 @@ row_kernel = None  # sim.contact.row_kernel, once the first hinge takes the comp
 # mode is read at every assembly and guard evaluation)
 _STICK, _SLIDE = Mode.STICK, Mode.SLIDE
 _WITH_TORSION = (Region.EDGE, Region.FACE)
+_POINT = Region.POINT
 
 
 # ------------------------------------------------------------- contact hinge
@@ -215,7 +216,7 @@ class ContactHinge(Constraint):
             return self._cache
         which = COMPILED_ROWS
         out = None
-        if which == "all" or which == "curved" and self.points and (self.balls or self.points[0].radius > 0.0):
+        if which == "all" or which == "balls" and self.points and (self.balls or self.region == _POINT):
             out = self.kernel_rows()
         if out is None:
             ROW_COUNTS["reference"] += 1

@@ -1,5 +1,5 @@
-"""A contact hinge's rows in one compiled call (numba): the formulas of :mod:`sim.contact.rows`
-(and of the hinge's stick blocks) on plain floats, beside the Python reference they must agree with.
+"""A contact hinge's rows in one compiled call (numba): the formulas of :mod:`sim.contact.rows` (with
+:mod:`sim.contact.curved`'s line rolling) on plain floats, beside the Python reference they agree with.
 
 :meth:`ContactHinge.rows` builds, at every evaluation, the gaps, Jacobian rows, drifts and force
 rows of its support points and stick rows. In Python that is dozens of numpy calls on 3-vectors
