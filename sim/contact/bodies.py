@@ -26,24 +26,26 @@ class _Body:
     is True for the fixed world (joint 0), whose terms all vanish.
     """
 
-    __slots__ = ("R", "t", "w", "vo", "alpha", "ao", "J", "JA", "world", "_W")
+    __slots__ = ("R", "t", "w", "vo", "alpha", "ao", "J", "JA", "world", "_W", "H", "V", "_Sw")
 
     def __init__(self, mech, joint: int):
         nv = mech.nv
         self.world = joint == 0
-        self._W = None
+        self._W = self._Sw = None
         if self.world:
+            # (H, V: the placement (4, 4) and velocity [linear; angular] the compiled rows read)
+            self.H, self.V = np.eye(4), np.zeros(6)
             self.R, self.t = np.eye(3), np.zeros(3)
             self.w = self.vo = self.alpha = self.ao = np.zeros(3)
             self.J = np.zeros((6, nv))
             self.JA = np.zeros((6, nv + 1))
             return
         m, d = mech.model, mech.data
-        H = d.oMi[joint].homogeneous  # (a new array: R and t are views of it)
+        H = self.H = d.oMi[joint].homogeneous  # (a new array: R and t are views of it)
         self.R, self.t = H[:3, :3], H[:3, 3]
         # the joint origin's velocity and classical drift acceleration (kinematics() runs with
         # a = 0) in world axes: [linear; angular]
-        V = pin.getVelocity(m, d, joint, LWA).vector
+        V = self.V = pin.getVelocity(m, d, joint, LWA).vector
         A = pin.getClassicalAcceleration(m, d, joint, LWA).vector
         self.vo, self.w, self.ao, self.alpha = V[:3], V[3:], A[:3], A[3:]
         self.J = pin.getJointJacobian(m, d, joint, LWA)
@@ -66,12 +68,20 @@ class _Body:
         """World position (m) of local points (k, 3) or (3,)."""
         return local.dot(self.R.T) + self.t
 
+    def spin_cross(self) -> np.ndarray:
+        """S (3, 3) with ``r @ S = w x r`` (kept: every point velocity of the state takes it)."""
+        S = self._Sw
+        if S is None:
+            S = self._Sw = _skew(self.w, -1.0)
+        return S
+
     def velocity(self, x: np.ndarray) -> np.ndarray:
-        return self.vo + _crossk(self.w, x - self.t)
+        return self.vo + (x - self.t).dot(self.spin_cross())
 
     def drift(self, x: np.ndarray) -> np.ndarray:
         r = x - self.t
-        return self.ao + _crossk(self.alpha, r) + _crossk(self.w, _crossk(self.w, r))
+        S = self.spin_cross()
+        return self.ao + _crossk(self.alpha, r) + r.dot(S).dot(S)
 
     def directional_jacobian(self, x: np.ndarray, d: np.ndarray) -> np.ndarray:
         """Rows ``d_i . J(x_i)`` (k, nv): the velocity of point x_i along d_i (both (k, 3))."""

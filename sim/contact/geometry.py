@@ -3,6 +3,7 @@ of the touching pairs, built from coal's contact patches."""
 from __future__ import annotations
 
 import itertools
+import math
 import operator
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -116,11 +117,16 @@ def _unit(x: np.ndarray) -> np.ndarray:
 
 
 def _tangents(n: np.ndarray) -> np.ndarray:
-    # (a helper axis well away from n: x unless n is close to x)
-    a = np.array([1.0, 0.0, 0.0]) if abs(n[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
-    t1 = np.cross(n, a)
-    t1 /= np.linalg.norm(t1)
-    return np.array([t1, np.cross(n, t1)])
+    """Two unit tangents (2, 3) of the unit normal n: ``t1 = n x a / |n x a|``, ``t2 = n x t1``."""
+    # (a helper axis well away from n: x unless n is close to x). Built on Python floats (a ball
+    # on a ball asks at every evaluation): the same products and differences as numpy.cross, and
+    # the norm as numpy.linalg.norm takes it (sqrt of the vector's dot product with itself)
+    n0, n1, n2 = n.tolist()
+    b0, b1, b2 = (1.0, 0.0, 0.0) if abs(n0) < 0.9 else (0.0, 1.0, 0.0)
+    t1 = np.array([n1 * b2 - n2 * b1, n2 * b0 - n0 * b2, n0 * b1 - n1 * b0])
+    t1 /= math.sqrt(t1.dot(t1))
+    a0, a1, a2 = t1.tolist()
+    return np.array([[a0, a1, a2], [n1 * a2 - n2 * a1, n2 * a0 - n0 * a2, n0 * a1 - n1 * a0]])
 
 
 @dataclass

@@ -2,6 +2,7 @@
 rows and forces)."""
 from __future__ import annotations
 
+import math
 from enum import StrEnum
 from typing import Sequence
 
@@ -9,12 +10,11 @@ import numpy as np
 
 from controlkit.constraints import Constraint
 from controlkit.friction import FrictionLaw
-from controlkit.vec3 import cross
 
 from .bodies import _bodies, _Body, _sides
 from .curved import line_rolling_block
 from .geometry import Region, SupportPoint, _coincides, _Face, _PairContact, _region, _same_key, _tangents
-from .rows import _ball_centres, _ball_rows, _edge_rows, _gap_rows, _rolling_rows, _rows_on_world
+from .rows import _ball_centres, _rows_on_world, anchor_stick_block, ball_rolling_block, normal_rows
 from .support import _support_margin
 
 #: m/s (rad/s for the torsion row): relative motion slower than this is none (a stick row that
@@ -31,10 +31,22 @@ class Mode(StrEnum):
     FRICTIONLESS = "frictionless"  # normal rows only; mu_s = 0
 
 
+#: which hinges build their rows in one compiled call (:mod:`sim.contact.row_kernel`, numba):
+#: ``"balls"`` (a ball on a ball or on a face: its one point), ``"all"`` or ``"none"`` (the Python
+#: reference everywhere). The others stay on the reference by default: the kernel's sums run in
+#: another order than numpy's BLAS products, and the event sequences of some scenes hang on those
+#: last bits (the toppled brick stack, a hand grasping a cylinder); see docs/architecture.md
+#: "Evaluation speed".
+COMPILED_ROWS = "balls"
+#: how many row builds took each path: the compiled kernel, the Python reference
+ROW_COUNTS = {"kernel": 0, "reference": 0}
+row_kernel = None  # sim.contact.row_kernel, once the first hinge takes the compiled path
+
 # (module names for the hot paths: an enum member's lookup costs ~0.1 us in Python 3.11, and the
 # mode is read at every assembly and guard evaluation)
 _STICK, _SLIDE = Mode.STICK, Mode.SLIDE
 _WITH_TORSION = (Region.EDGE, Region.FACE)
+_POINT = Region.POINT
 
 
 # ------------------------------------------------------------- contact hinge
@@ -96,10 +108,12 @@ class ContactHinge(Constraint):
         self._affine = None
         self._group_key = None
         self._group_cache = []
+        self._group_mean = math.nan
         self._labels = None
         self._world_memo: list = []
         self._centroid = None
         self._sides_cache = None
+        self._packed = None  # ((version, mode, stick rows), row_kernel.pack's parameters)
         self.balls = False  # a ball on a ball: the normal is the centres' line, not fixed in B
         self.depth0 = 0.0  # the pair's signed distance (m, <= 0) when its support was last set
         self.shown0 = 0.0  # the penetration (m, <= 0) its support points showed then (shown_depth)
@@ -194,9 +208,35 @@ class ContactHinge(Constraint):
 
     def rows(self):
         """``(phi, J, drift, G)``: gaps (m), Jacobian rows, drifts and force rows of all its rows
-        at the state, before the stick mask (normals, then t1, t2, torsion); kept per state."""
+        at the state, before the stick mask (normals, then t1, t2, torsion); kept per state.
+
+        Built in one compiled call (:meth:`kernel_rows`) where it covers the hinge and
+        :data:`COMPILED_ROWS` selects it, else by the Python reference (:meth:`reference_rows`)."""
         if self._cache_version == self.mech.state_version:
             return self._cache
+        which = COMPILED_ROWS
+        out = None
+        if which == "all" or which == "balls" and self.points and (self.balls or self.region == _POINT):
+            out = self.kernel_rows()
+        if out is None:
+            ROW_COUNTS["reference"] += 1
+            out = self.reference_rows()
+        else:
+            ROW_COUNTS["kernel"] += 1
+        self._cache = out
+        self._cache_version = self.mech.state_version
+        return out
+
+    def kernel_rows(self):
+        """:meth:`rows` in one compiled call (:func:`sim.contact.row_kernel.rows_of`), or None where
+        it does not cover the hinge; agrees with :meth:`reference_rows` to rounding."""
+        global row_kernel
+        if row_kernel is None:  # (numba: imported, and the kernel compiled or loaded, on first use)
+            from . import row_kernel
+        return row_kernel.rows_of(self)
+
+    def reference_rows(self):
+        """:meth:`rows` by the Python formulas of :mod:`sim.contact.rows` (the reference)."""
         sides = self.sides()
         A, B, n = sides[0]
         groups = self._groups()
@@ -205,10 +245,8 @@ class ContactHinge(Constraint):
                 and not (self.mode == _STICK and self._rolls):
             # the common case (a foot on the ground): A's material points on the fixed world
             _, _, la, lo, rad = groups[0]
-            self._cache = _rows_on_world(A, n, la, lo, rad, self._anchor_a, self._tangents_b, self.stick_row_count(),
-                                         self._world_memo)
-            self._cache_version = self.mech.state_version
-            return self._cache
+            return _rows_on_world(A, n, la, lo, rad, self._anchor_a, self._tangents_b, self.stick_row_count(),
+                                  self._world_memo)
         blocks = []
         if self.points:
             blocks.append(self._normal_rows(sides))
@@ -218,11 +256,13 @@ class ContactHinge(Constraint):
         nv = self.mech.nv
         if not blocks:
             z = np.zeros(0)
-            self._cache = (z, np.zeros((0, nv)), z, np.zeros((0, nv)))
-        else:
-            self._cache = tuple(np.concatenate([b[i] for b in blocks]) for i in range(4))
-        self._cache_version = self.mech.state_version
-        return self._cache
+            return z, np.zeros((0, nv)), z, np.zeros((0, nv))
+        if len(blocks) == 1:
+            return blocks[0]
+        (p0, J0, d0, G0), (p1, J1, d1, G1) = blocks
+        J = np.concatenate((J0, J1))
+        # (ideal rows, the force rows are the Jacobian's: one array for both)
+        return np.concatenate((p0, p1)), J, np.concatenate((d0, d1)), J if G0 is J0 and G1 is J1 else np.concatenate((G0, G1))
 
     def sides(self):
         """See :func:`_sides` (kept while the state and the normals are the same)."""
@@ -255,26 +295,6 @@ class ContactHinge(Constraint):
         """The stick rows' tangents (2, 3) (world): fixed in B, or for a ball on a ball, from n."""
         return _tangents(n) if self.balls else self._tangents_b.dot(B.R.T)
 
-    def _rolling_block(self, A: _Body, B: _Body, n: np.ndarray):
-        """:func:`_rolling_rows` of a ball on a face (n fixed in B) or on a ball (n the centres' line)."""
-        p = self.points[0]
-        c = A.point(p.local_a[None])
-        vc = A.velocity(c)[0]
-        c = c[0]
-        T = self._tangent_basis(B, n)
-        if self.balls:
-            xb = B.point(p.local_o[None])
-            dv = vc - B.velocity(xb)[0]
-            L = float(np.linalg.norm(c - xb[0]))
-            ndot = (dv - (n @ dv) * n) / L
-            tdot = None  # (their turn meets a relative velocity that the rows keep at zero)
-        else:
-            ndot = cross(B.w, n)
-            tdot = np.array([cross(B.w, t) for t in T])
-        JD = _rolling_rows(A, B, c - p.radius * n, vc - p.radius * ndot, T, tdot)
-        J = JD[:, :-1]
-        return np.zeros(2), J, JD[:, -1], J
-
     def _groups(self):
         """The held points by owner, as arrays: ``[(owner, index, local_a, local_o, radius)]``
         (cached while the points are the same objects)."""
@@ -287,55 +307,23 @@ class ContactHinge(Constraint):
                  np.array([self.points[i].local_o for i in idx], dtype=float),
                  np.array([self.points[i].radius for i in idx], dtype=float))
                 for owner in (0, 1) if (idx := np.flatnonzero(own == owner)).size]
+            self._group_mean = np.mean([p.radius for p in self.points]) if self.points else math.nan
             self._group_key = key
         return self._group_cache
 
+    def _mean_radius(self) -> float:
+        """The held points' mean radius (m): their contact points lie that far below them along n
+        (kept with the point groups)."""
+        self._groups()
+        return self._group_mean
+
     def _normal_rows(self, sides):
-        u, own = self._sliding_direction(*sides[0]) if self.mode == _SLIDE else (None, False)
-        if self.balls:
-            p = self.points[0]
-            return _ball_rows(*sides[0][:2], p.local_a[None], p.local_o[None], p.radius, p.radius_b, u, self.mu_k, own)
-        groups = self._groups()
-        m = len(self.points)
-        if len(groups) == 1 and groups[0][0] == 0 and len(groups[0][1]) == m:  # the common case: every point is A's
-            _, _, la, lo, rad = groups[0]
-            return _gap_rows(*sides[0], la, lo, rad, u, self.mu_k, own)
-        nv = self.mech.nv
-        out = [np.zeros(m), np.zeros((m, nv)), np.zeros(m), np.zeros((m, nv))]
-        for i, p in enumerate(self.points):
-            if p.edges is not None:  # an edge crossing an edge at an angle
-                rows = _edge_rows(*sides[0][:2], p.edges, u, self.mu_k, own)
-                for k in range(4):
-                    out[k][i] = rows[k][0]
-        for owner, idx, la, lo, rad in groups:
-            uo = None if u is None else (u if owner == 0 else -u)  # the owner's direction relative to the other
-            rows = _gap_rows(*sides[owner], la, lo, rad, uo, self.mu_k, own)
-            for k in range(4):
-                out[k][idx] = rows[k]
-        return tuple(out)
+        return normal_rows(self, sides, *(self._sliding_direction(*sides[0]) if self.mode == _SLIDE else (None, False)))
 
     def _stick_block(self, A: _Body, B: _Body, n: np.ndarray, k: int):
         if self._rolls:  # (a ball's point, or a cylinder's side: its line, sec. sim.contact.curved)
-            return self._rolling_block(A, B, n) if len(self.points) == 1 else line_rolling_block(self, A, B, n, k)
-        ra = A.R.dot(self._anchor_a)
-        t = self._tangents_b.dot(B.R.T)  # (2, 3)
-        # velocity-level rows (no position term): rows of two sticking bodies that are redundant
-        # (a foot and its toe) stay consistent, where anchors' position errors would not be
-        JD = np.empty((k, self.mech.nv + 1))
-        JD[:2] = A.at_point(ra, t)
-        if k == 3:
-            JD[2] = A.JA[3:].T.dot(n)  # torsion: n . (w_A - w_B), its drift n . alpha
-        if not B.world:
-            rb = ra + A.t - B.t
-            JD[:2] -= B.at_point(rb, t)
-            for i in range(2):
-                c = cross(B.w, t[i])  # the tangents turn with B
-                JD[i, -1] += 2.0 * (A.velocity_along(ra, c) - B.velocity_along(rb, c))
-            if k == 3:
-                JD[2] -= B.JA[3:].T.dot(n)
-                JD[2, -1] += cross(B.w, n).dot(A.w - B.w)
-        J = JD[:, :-1]
-        return np.zeros(k), J, JD[:, -1], J
+            return ball_rolling_block(self, A, B, n) if len(self.points) == 1 else line_rolling_block(self, A, B, n, k)
+        return anchor_stick_block(self, A, B, n, k)
 
     def _part(self, i: int) -> np.ndarray:
         if self.detached:
@@ -389,7 +377,7 @@ class ContactHinge(Constraint):
         """The contact's sliding direction (world, unit) and whether it still slides (False past
         a stop: then every point's friction keeps that direction)."""
         vt = self.tangential_velocity(A, B, n)
-        s = np.linalg.norm(vt)
+        s = math.sqrt(vt.dot(vt))  # (numpy.linalg.norm's own sum, without its wrapper)
         # past a stop (within an integration step) friction keeps its direction, so that the
         # stop is a visible zero crossing of the slide guard instead of chatter inside a step
         moving = s > SLIP_SPEED and vt.dot(self.slide_dir) > 0
@@ -424,16 +412,17 @@ class ContactHinge(Constraint):
         """Velocity (m/s, world) of A relative to B at the support centroid, in B's tangent plane."""
         if A is None:
             A, B, n = self.sides()[0]
-        x = A.point(self.centroid_local()) - np.mean([p.radius for p in self.points]) * n
+        x = A.point(self.centroid_local()) - self._mean_radius() * n
         dv = A.velocity(x) - B.velocity(x)
         return dv - n.dot(dv) * n
 
     def set_anchor(self) -> None:
         """Hold the current relative placement at the support centroid (stick onset)."""
         A, B, n = self.sides()[0]
-        x = A.point(self.centroid_local()) - np.mean([p.radius for p in self.points]) * n
+        x = A.point(self.centroid_local()) - self._mean_radius() * n
         self._anchor_a = A.R.T @ (x - A.t)
         self._cache_version = -1
+        self._packed = None
 
     def tangent_world(self, ft: np.ndarray) -> np.ndarray:
         """A tangential force (2,) in the hinge's tangent basis as a world vector (3,)."""
@@ -484,6 +473,7 @@ class ContactHinge(Constraint):
         use) and, unless ``rows_only``, everything keyed by :attr:`version`, which moves (the point
         groups, affine coordinates, centroid, the solver's constraint plan)."""
         self._cache_version = -1
+        self._packed = None
         if not rows_only:
             self.version += 1
             self._affine = None

@@ -214,3 +214,77 @@ def _rolling_rows(A: _Body, B: _Body, x: np.ndarray, xdot: np.ndarray, T: np.nda
         if tdot is not None:
             JD[:, -1] += tdot.dot(vA - vB)
     return JD
+
+
+def ball_rolling_block(h, A: _Body, B: _Body, n: np.ndarray):
+    """Stick rows of hinge h's ball (its one point) on a face (n fixed in B) or on a ball (n the
+    centres' line): :func:`_rolling_rows` at the contact point. Returns ``(phi, J, drift, G)`` (2 rows)."""
+    p = h.points[0]
+    c = A.point(p.local_a[None])
+    vc = A.velocity(c)[0]
+    c = c[0]
+    T = h._tangent_basis(B, n)
+    if h.balls:
+        xb = B.point(p.local_o[None])
+        dv = vc - B.velocity(xb)[0]
+        d = c - xb[0]
+        L = math.sqrt(d.dot(d))  # (numpy.linalg.norm's own sum)
+        ndot = (dv - (n @ dv) * n) / L
+        tdot = None  # (their turn meets a relative velocity that the rows keep at zero)
+    else:
+        ndot = cross(B.w, n)
+        tdot = np.array([cross(B.w, t) for t in T])
+    JD = _rolling_rows(A, B, c - p.radius * n, vc - p.radius * ndot, T, tdot)
+    J = JD[:, :-1]
+    return np.zeros(2), J, JD[:, -1], J
+
+
+def normal_rows(h, sides, u: np.ndarray | None, own: bool):
+    """The normal rows ``(phi, J, drift, G)`` of hinge h's held points (in their order) on
+    ``sides`` (:func:`sim.contact.bodies._sides`); u: A's sliding direction relative to B (None
+    unless sliding), own: whether each point takes its own (:func:`_gap_rows`)."""
+    if h.balls:
+        p = h.points[0]
+        return _ball_rows(*sides[0][:2], p.local_a[None], p.local_o[None], p.radius, p.radius_b, u, h.mu_k, own)
+    groups = h._groups()
+    m = len(h.points)
+    if len(groups) == 1 and groups[0][0] == 0 and len(groups[0][1]) == m:  # the common case: every point is A's
+        _, _, la, lo, rad = groups[0]
+        return _gap_rows(*sides[0], la, lo, rad, u, h.mu_k, own)
+    nv = h.mech.nv
+    out = [np.zeros(m), np.zeros((m, nv)), np.zeros(m), np.zeros((m, nv))]
+    for i, p in enumerate(h.points):
+        if p.edges is not None:  # an edge crossing an edge at an angle
+            rows = _edge_rows(*sides[0][:2], p.edges, u, h.mu_k, own)
+            for k in range(4):
+                out[k][i] = rows[k][0]
+    for owner, idx, la, lo, rad in groups:
+        uo = None if u is None else (u if owner == 0 else -u)  # the owner's direction relative to the other
+        rows = _gap_rows(*sides[owner], la, lo, rad, uo, h.mu_k, own)
+        for k in range(4):
+            out[k][idx] = rows[k]
+    return tuple(out)
+
+
+def anchor_stick_block(h, A: _Body, B: _Body, n: np.ndarray, k: int):
+    """Hinge h's stick rows at its anchor (fixed in A): the tangents (fixed in B) and, when
+    ``k == 3``, the torsion about n. Returns ``(phi, J, drift, G)`` with k rows."""
+    ra = A.R.dot(h._anchor_a)
+    t = h._tangents_b.dot(B.R.T)  # (2, 3)
+    # velocity-level rows (no position term): rows of two sticking bodies that are redundant
+    # (a foot and its toe) stay consistent, where anchors' position errors would not be
+    JD = np.empty((k, h.mech.nv + 1))
+    JD[:2] = A.at_point(ra, t)
+    if k == 3:
+        JD[2] = A.JA[3:].T.dot(n)  # torsion: n . (w_A - w_B), its drift n . alpha
+    if not B.world:
+        rb = ra + A.t - B.t
+        JD[:2] -= B.at_point(rb, t)
+        for i in range(2):
+            c = cross(B.w, t[i])  # the tangents turn with B
+            JD[i, -1] += 2.0 * (A.velocity_along(ra, c) - B.velocity_along(rb, c))
+        if k == 3:
+            JD[2] -= B.JA[3:].T.dot(n)
+            JD[2, -1] += cross(B.w, n).dot(A.w - B.w)
+    J = JD[:, :-1]
+    return np.zeros(k), J, JD[:, -1], J
