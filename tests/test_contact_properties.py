@@ -7,7 +7,7 @@ from contact_cases import cradle_case, drop_case, mechanical_energy, run_cradle_
 from sim.collision import CollisionWorld
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3, 7, 8, 9])
+@pytest.mark.parametrize("seed", [1, 2, 3, 7, 8])
 def test_random_drops_never_gain_energy_between_impacts_nor_sink(seed):
     out = run_drop(drop_case(seed), seconds=0.6)
     # completes, or stops with the project's own error saying why (never another exception type)

@@ -37,17 +37,6 @@ _STICK, _SLIDE = Mode.STICK, Mode.SLIDE
 _WITH_TORSION = (Region.EDGE, Region.FACE)
 
 
-def _one_sided(phi: np.ndarray, k: int) -> np.ndarray:
-    """The rows' errors with the first k (normal rows' gaps, m) no deeper than 0: the position feedback
-    closes a gap but pushes no penetrating point out, which would lift the body against its weight with
-    compressive forces (work done by the contact); a penetration stays as deep as its event left it."""
-    if not k or phi[:k].min() >= 0.0:
-        return phi
-    phi = phi.copy()
-    phi[:k] = np.maximum(phi[:k], 0.0)
-    return phi
-
-
 # ------------------------------------------------------------- contact hinge
 class ContactHinge(Constraint):
     """The temporary hinge of one contacting pair (its rows: see :mod:`sim.contact`).
@@ -378,14 +367,13 @@ class ContactHinge(Constraint):
             nv = self.mech.nv
             return np.zeros(0), np.zeros((0, nv)), np.zeros(0)
         phi, J, drift, _ = self.rows()
-        phi = _one_sided(phi, len(self.points))
         if self.mode == _STICK and not all(self.stick_keep.tolist()[: self.stick_row_count()]):
             keep = self.row_mask()
             return phi[keep], J[keep], drift[keep]
         return phi, J, drift
 
     def error(self):
-        return _one_sided(self._part(0), len(self.points))
+        return self._part(0)
 
     def jacobian(self):
         return self._part(1)

@@ -7,7 +7,7 @@ import numpy as np
 
 from controlkit.friction import FrictionLaw
 
-from ..impact import ImpactError, ImpactResult, resolve_impact
+from ..impact import ImpactError, resolve_impact
 from .bodies import _sides
 from .geometry import _unit
 from .hinge import ContactHinge, Mode
@@ -102,9 +102,6 @@ def impact(src, sim, geo) -> None:
         if slipping is None:
             break
         sticking.remove(slipping)  # it slides through the impact: only its normal rows take part
-    # points it sets parting slower than rest_velocity rest, held by the hinge that follows: they
-    # are stopped here (see rest_capture), so the hinge's normal forces do no work lifting them
-    res = rest_capture(src, M, J, u, res, held, where)
     k0, k1 = res.kinetic_energy_before, res.kinetic_energy_after
     nimp = len(u)
     sim.log("impact", f"{src.law} impact: {names}; kinetic energy {k0:.6g} -> {k1:.6g} J", law=src.law,
@@ -116,43 +113,6 @@ def impact(src, sim, geo) -> None:
     sim.v = res.v
     mech.set_state(sim.q, sim.v, check=False)
     _slide_on(src, [h for h in was_sticking if h not in sticking], J @ res.v, owners)
-
-
-def rest_capture(src, M: np.ndarray, J: np.ndarray, u: np.ndarray, res: ImpactResult, held, where: str) -> ImpactResult:
-    """The impact ``res`` completed so that no touching point leaves it parting slower than ``rest_velocity``
-    faster than it parted before (``u`` (k,) m/s, the rows J's normal velocities before the impact).
-
-    Such a point rests: the hinge that follows holds it, and while its rows took that parting speed
-    out over ~1/kv s its compressive normal force did work on the bodies (random drop seed 9: a plastic
-    impact pivoting a box about one edge lifted its other corner at 0.97 mm/s; its energy rose 1.6e-6
-    above the impact's). So the bounces' rest rule (a slow bounce is plastic) extends to the points an
-    impact sets parting: a second, plastic impact from ``res.v`` holds those rows (``B w = 0``, either
-    sign of impulse) and lets no other row approach (``J w >= 0``), repeated while it sets more points
-    parting. It is the mass-metric projection of ``res.v`` onto a cone with its apex at rest, so the
-    kinetic energy can only drop. Points that already parted before the impact (a brick rocking on an
-    edge) are left to the support pass."""
-    cap = np.zeros(len(J), dtype=bool)
-    out = res
-    for _ in range(len(J)):
-        ua = J @ out.v
-        new = (ua > src.impact_velocity) & (ua <= src.rest_velocity) & (ua > np.maximum(u, 0.0) + src.impact_velocity)
-        if not (new & ~cap).any():
-            break
-        cap |= new
-        free = ~cap
-        B = np.vstack([J[cap]] + ([held] if held is not None else []))
-        try:
-            r2 = resolve_impact(M, J[free], res.v, 0.0, "simultaneous", bilateral=B, where=where)
-        except ImpactError:
-            break  # (no impulses hold them: they part, as before this rule)
-        nf, nc = int(free.sum()), int(cap.sum())
-        imp = res.impulses.copy()
-        imp[np.flatnonzero(free)] += r2.impulses[:nf]
-        imp[np.flatnonzero(cap)] += r2.impulses[nf:nf + nc]
-        imp[len(J):] += r2.impulses[nf + nc:]
-        out = ImpactResult(r2.v, imp, res.normal_velocity_before, J @ r2.v, res.restitution, res.resets,
-                           res.kinetic_energy_before, r2.kinetic_energy_after, res.law, res.sequence)
-    return out
 
 
 def _slide_on(src, slid: list[ContactHinge], u1: np.ndarray, owners) -> None:
