@@ -28,7 +28,7 @@ class _Body:
 
     __slots__ = ("R", "t", "w", "vo", "alpha", "ao", "J", "JA", "world", "_W", "H", "V", "_Sw")
 
-    def __init__(self, mech, joint: int):
+    def __init__(self, mech, joint: int, table: "BodyTable | None" = None):
         nv = mech.nv
         self.world = joint == 0
         self._W = self._Sw = None
@@ -41,16 +41,25 @@ class _Body:
             self.JA = np.zeros((6, nv + 1))
             return
         m, d = mech.model, mech.data
-        H = self.H = d.oMi[joint].homogeneous  # (a new array: R and t are views of it)
+        # H, V and JA are the table's rows for this joint (the compiled rows of every hinge read the
+        # whole table in one call), or arrays of their own without a table
+        if table is None:
+            H = self.H = d.oMi[joint].homogeneous  # (a new array: R and t are views of it)
+            V = self.V = pin.getVelocity(m, d, joint, LWA).vector
+            self.JA = np.empty((6, nv + 1))
+        else:
+            H = self.H = table.H[joint]
+            H[:] = d.oMi[joint].homogeneous
+            V = self.V = table.V[joint]
+            V[:] = pin.getVelocity(m, d, joint, LWA).vector
+            self.JA = table.JA[joint]
         self.R, self.t = H[:3, :3], H[:3, 3]
         # the joint origin's velocity and classical drift acceleration (kinematics() runs with
         # a = 0) in world axes: [linear; angular]
-        V = self.V = pin.getVelocity(m, d, joint, LWA).vector
         A = pin.getClassicalAcceleration(m, d, joint, LWA).vector
         self.vo, self.w, self.ao, self.alpha = V[:3], V[3:], A[:3], A[3:]
         self.J = pin.getJointJacobian(m, d, joint, LWA)
         # [J | drift]: one product gives a point's Jacobian rows and the drift's rigid part
-        self.JA = np.empty((6, nv + 1))
         self.JA[:, :nv] = self.J
         self.JA[:, nv] = A
 
@@ -110,8 +119,31 @@ class _Body:
         return self.vo.dot(c) + r.dot(cross(c, self.w))
 
 
-def _bodies(mech, joints: tuple[int, int]) -> tuple[_Body, _Body]:
-    """The two joints' bodies at the mechanism's state, shared by every hinge until it changes."""
+class BodyTable:
+    """The bodies of one state as arrays by joint id, for the compiled rows of all hinges at once:
+    placements ``H`` (nj, 4, 4), velocities ``V`` (nj, 6) [linear; angular] and ``[J | drift]``
+    ``JA`` (nj, 6, nv + 1). Only the rows of the joints whose :class:`_Body` was built are set
+    (:meth:`body`); the world's (joint 0) are the identity and zeros."""
+
+    __slots__ = ("H", "V", "JA", "bodies")
+
+    def __init__(self, njoints: int, nv: int, world: _Body):
+        self.H = np.empty((njoints, 4, 4))
+        self.H[0] = np.eye(4)
+        self.V = np.zeros((njoints, 6))
+        self.JA = np.zeros((njoints, 6, nv + 1))
+        self.bodies = {0: world}
+
+    def body(self, mech, joint: int) -> _Body:
+        """Joint ``joint``'s body at the table's state (built on first use)."""
+        b = self.bodies.get(joint)
+        if b is None:
+            b = self.bodies[joint] = _Body(mech, joint, self)
+        return b
+
+
+def body_table(mech) -> BodyTable:
+    """The bodies at the mechanism's state, shared by every hinge until it changes."""
     # (the mechanism's declared cache entries: controlkit.mechanism.CACHE_ENTRIES)
     cache = mech.cache.get("contact_bodies")
     if cache is None or cache[0] != mech.state_version:
@@ -119,15 +151,14 @@ def _bodies(mech, joints: tuple[int, int]) -> tuple[_Body, _Body]:
         world = mech.cache.get("contact_world_body")
         if world is None or world.J.shape[1] != mech.nv:
             world = mech.cache["contact_world_body"] = _Body(mech, 0)  # the world never moves: built once
-        cache = mech.cache["contact_bodies"] = (mech.state_version, {0: world})
-    table = cache[1]
-    out = []
-    for j in joints:
-        b = table.get(j)
-        if b is None:
-            b = table[j] = _Body(mech, j)
-        out.append(b)
-    return out[0], out[1]
+        cache = mech.cache["contact_bodies"] = (mech.state_version, BodyTable(mech.model.njoints, mech.nv, world))
+    return cache[1]
+
+
+def _bodies(mech, joints: tuple[int, int]) -> tuple[_Body, _Body]:
+    """The two joints' bodies at the mechanism's state, shared by every hinge until it changes."""
+    table = body_table(mech)
+    return table.body(mech, joints[0]), table.body(mech, joints[1])
 
 
 def _sides(mech, joints: tuple[int, int], normal_b: np.ndarray, normal_a: np.ndarray | None):
