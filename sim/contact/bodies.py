@@ -49,10 +49,16 @@ class _Body:
             self.JA = np.empty((6, nv + 1))
         else:
             H = self.H = table.H[joint]
-            H[:] = d.oMi[joint].homogeneous
             V = self.V = table.V[joint]
-            V[:] = pin.getVelocity(m, d, joint, LWA).vector
             self.JA = table.JA[joint]
+            if table.loaded(joint):  # (copies of the getters' values: the same bits, contiguous arrays)
+                self.R, self.t = H[:3, :3], H[:3, 3]
+                A = self.JA[:, nv].copy()
+                self.vo, self.w, self.ao, self.alpha = V[:3], V[3:], A[:3], A[3:]
+                self.J = self.JA[:, :nv].copy()
+                return
+            H[:] = d.oMi[joint].homogeneous
+            V[:] = pin.getVelocity(m, d, joint, LWA).vector
         self.R, self.t = H[:3, :3], H[:3, 3]
         # the joint origin's velocity and classical drift acceleration (kinematics() runs with
         # a = 0) in world axes: [linear; angular]
@@ -62,6 +68,8 @@ class _Body:
         # [J | drift]: one product gives a point's Jacobian rows and the drift's rigid part
         self.JA[:, :nv] = self.J
         self.JA[:, nv] = A
+        if table is not None:
+            table.mark(joint)
 
     def spin(self) -> np.ndarray:
         """``W = w w^T - |w|^2 I`` (3, 3) (1/s^2): ``W r = w x (w x r)``, the centripetal acceleration."""
@@ -125,7 +133,7 @@ class BodyTable:
     ``JA`` (nj, 6, nv + 1). Only the rows of the joints whose :class:`_Body` was built are set
     (:meth:`body`); the world's (joint 0) are the identity and zeros."""
 
-    __slots__ = ("H", "V", "JA", "bodies")
+    __slots__ = ("H", "V", "JA", "bodies", "_loaded")
 
     def __init__(self, njoints: int, nv: int, world: _Body):
         self.H = np.empty((njoints, 4, 4))
@@ -133,6 +141,7 @@ class BodyTable:
         self.V = np.zeros((njoints, 6))
         self.JA = np.zeros((njoints, 6, nv + 1))
         self.bodies = {0: world}
+        self._loaded = {0}  # joints whose rows are set
 
     def body(self, mech, joint: int) -> _Body:
         """Joint ``joint``'s body at the table's state (built on first use)."""
@@ -140,6 +149,28 @@ class BodyTable:
         if b is None:
             b = self.bodies[joint] = _Body(mech, joint, self)
         return b
+
+    def load(self, mech, joint: int) -> None:
+        """Set joint ``joint``'s rows from Pinocchio's getters (the values :class:`_Body` reads),
+        without building its :class:`_Body`: the compiled rows need only the arrays."""
+        if joint in self._loaded:
+            return
+        m, d = mech.model, mech.data
+        nv = mech.nv
+        self.H[joint] = d.oMi[joint].homogeneous
+        self.V[joint] = pin.getVelocity(m, d, joint, LWA).vector
+        JA = self.JA[joint]
+        JA[:, :nv] = pin.getJointJacobian(m, d, joint, LWA)
+        JA[:, nv] = pin.getClassicalAcceleration(m, d, joint, LWA).vector
+        self._loaded.add(joint)
+
+    def loaded(self, joint: int) -> bool:
+        """Whether joint ``joint``'s rows are set."""
+        return joint in self._loaded
+
+    def mark(self, joint: int) -> None:
+        """Joint ``joint``'s rows were set (by its :class:`_Body`)."""
+        self._loaded.add(joint)
 
 
 def body_table(mech) -> BodyTable:

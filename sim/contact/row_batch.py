@@ -30,7 +30,7 @@ class RowBatch:
     def __init__(self, hinges: dict):
         self.hinges = hinges
         self._key: tuple = ()
-        self._stack = None  # (joints, P, E, F, IV, poff, roff, goff, sliding hinge indices)
+        self._stack = None  # (joints, P, E, F, IV, poff, roff, goff, sliding hinge indices, joints to load)
 
     def fill(self, mech, compiled) -> None:
         """Set the rows of every hinge of the source that ``compiled(h)`` admits and whose rows are
@@ -49,12 +49,10 @@ class RowBatch:
         if not group:
             return
         stack = self._stacked(group, packs)
-        joints, P, E, F, IV, poff, roff, goff, sliding = stack
+        joints, P, E, F, IV, poff, roff, goff, sliding, bodies = stack
         table = body_table(mech)
-        for h in group:
-            a, b = h.joints
-            table.body(mech, a)
-            table.body(mech, b)
+        for j in bodies:  # (the arrays only: a hinge's _Body is built when something reads it)
+            table.load(mech, j)
         for i in sliding:  # (the support's centroid: a point of A, or where the points are now)
             F[i, row_kernel.F_CENTROID:row_kernel.F_CENTROID + 3] = group[i].centroid_local()
         phi, JD, G = row_kernel.batch_rows(table.H, table.V, table.JA, joints, P, E, F, IV, poff, roff, goff)
@@ -90,5 +88,6 @@ class RowBatch:
             if p[3][row_kernel.I_SLIDING]:
                 sliding.append(i)
         self._key = key
-        self._stack = (joints, P, E, F, IV, poff, roff, goff, sliding)
+        bodies = sorted({j for h in group for j in h.joints} - {0})  # (the world's rows are set)
+        self._stack = (joints, P, E, F, IV, poff, roff, goff, sliding, bodies)
         return self._stack

@@ -167,6 +167,11 @@ class ContactSource(EventSource):
         (none for a controlled hinge: the solve keeps its forces compressive and in the pyramid)."""
         if h.controlled:
             return []
+        if len(lam) == 3 and len(h.points) == 1 and h.stick_row_count() == 2 and not h.dependent:
+            # one point sticking with both stick rows (a resting ball): the lines below on floats
+            # (0.0 + x: sum()'s own first addition, so a zero keeps sum()'s sign)
+            f0, t1, t2 = lam.tolist()
+            return [f0 + FORCE_RTOL * ((0.0 + abs(f0)) + FORCE_FLOOR), h.mu_s * (0.0 + f0) - math.hypot(t1, t2)]
         fn, ft = h.forces(lam)
         f = fn.tolist()  # (a few numbers: Python's floats beat numpy's per-call cost)
         # the support holds while some compressive distribution over all its points gives these
