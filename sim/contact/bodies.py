@@ -40,36 +40,26 @@ class _Body:
             self.J = np.zeros((6, nv))
             self.JA = np.zeros((6, nv + 1))
             return
+        if table is not None:  # its arrays loaded already (BodyTable.load): views and copies of them
+            H, V, JA = self.H, self.V, self.JA = table.H[joint], table.V[joint], table.JA[joint]
+            self.R, self.t = H[:3, :3], H[:3, 3]
+            A = JA[:, nv].copy()  # (copies: the getters' bits in contiguous arrays, as below)
+            self.vo, self.w, self.ao, self.alpha = V[:3], V[3:], A[:3], A[3:]
+            self.J = JA[:, :nv].copy()
+            return
         m, d = mech.model, mech.data
-        # H, V and JA are the table's rows for this joint (the compiled rows of every hinge read the
-        # whole table in one call), or arrays of their own without a table
-        if table is None:
-            H = self.H = d.oMi[joint].homogeneous  # (a new array: R and t are views of it)
-            V = self.V = pin.getVelocity(m, d, joint, LWA).vector
-            self.JA = np.empty((6, nv + 1))
-        else:
-            H = self.H = table.H[joint]
-            V = self.V = table.V[joint]
-            self.JA = table.JA[joint]
-            if table.loaded(joint):  # (copies of the getters' values: the same bits, contiguous arrays)
-                self.R, self.t = H[:3, :3], H[:3, 3]
-                A = self.JA[:, nv].copy()
-                self.vo, self.w, self.ao, self.alpha = V[:3], V[3:], A[:3], A[3:]
-                self.J = self.JA[:, :nv].copy()
-                return
-            H[:] = d.oMi[joint].homogeneous
-            V[:] = pin.getVelocity(m, d, joint, LWA).vector
+        H = self.H = d.oMi[joint].homogeneous  # (a new array: R and t are views of it)
         self.R, self.t = H[:3, :3], H[:3, 3]
         # the joint origin's velocity and classical drift acceleration (kinematics() runs with
         # a = 0) in world axes: [linear; angular]
+        V = self.V = pin.getVelocity(m, d, joint, LWA).vector
         A = pin.getClassicalAcceleration(m, d, joint, LWA).vector
         self.vo, self.w, self.ao, self.alpha = V[:3], V[3:], A[:3], A[3:]
         self.J = pin.getJointJacobian(m, d, joint, LWA)
         # [J | drift]: one product gives a point's Jacobian rows and the drift's rigid part
+        self.JA = np.empty((6, nv + 1))
         self.JA[:, :nv] = self.J
         self.JA[:, nv] = A
-        if table is not None:
-            table.mark(joint)
 
     def spin(self) -> np.ndarray:
         """``W = w w^T - |w|^2 I`` (3, 3) (1/s^2): ``W r = w x (w x r)``, the centripetal acceleration."""
@@ -130,8 +120,9 @@ class _Body:
 class BodyTable:
     """The bodies of one state as arrays by joint id, for the compiled rows of all hinges at once:
     placements ``H`` (nj, 4, 4), velocities ``V`` (nj, 6) [linear; angular] and ``[J | drift]``
-    ``JA`` (nj, 6, nv + 1). Only the rows of the joints whose :class:`_Body` was built are set
-    (:meth:`body`); the world's (joint 0) are the identity and zeros."""
+    ``JA`` (nj, 6, nv + 1). Only the rows of the joints loaded (:meth:`load`) are set; the world's
+    (joint 0) are the identity and zeros. Its :class:`_Body` objects (:meth:`body`) are built on
+    first use: from the loaded rows, or from Pinocchio's getters with arrays of their own."""
 
     __slots__ = ("H", "V", "JA", "bodies", "_loaded")
 
@@ -147,13 +138,18 @@ class BodyTable:
         """Joint ``joint``'s body at the table's state (built on first use)."""
         b = self.bodies.get(joint)
         if b is None:
-            b = self.bodies[joint] = _Body(mech, joint, self)
+            b = self.bodies[joint] = _Body(mech, joint, self if joint in self._loaded else None)
         return b
 
     def load(self, mech, joint: int) -> None:
         """Set joint ``joint``'s rows from Pinocchio's getters (the values :class:`_Body` reads),
         without building its :class:`_Body`: the compiled rows need only the arrays."""
         if joint in self._loaded:
+            return
+        b = self.bodies.get(joint)
+        if b is not None:  # (built before: its arrays)
+            self.H[joint], self.V[joint], self.JA[joint] = b.H, b.V, b.JA
+            self._loaded.add(joint)
             return
         m, d = mech.model, mech.data
         nv = mech.nv
@@ -162,14 +158,6 @@ class BodyTable:
         JA = self.JA[joint]
         JA[:, :nv] = pin.getJointJacobian(m, d, joint, LWA)
         JA[:, nv] = pin.getClassicalAcceleration(m, d, joint, LWA).vector
-        self._loaded.add(joint)
-
-    def loaded(self, joint: int) -> bool:
-        """Whether joint ``joint``'s rows are set."""
-        return joint in self._loaded
-
-    def mark(self, joint: int) -> None:
-        """Joint ``joint``'s rows were set (by its :class:`_Body`)."""
         self._loaded.add(joint)
 
 
