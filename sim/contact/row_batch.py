@@ -30,6 +30,8 @@ class RowBatch:
     def __init__(self, hinges: dict):
         self.hinges = hinges
         self._key: tuple = ()
+        # the last fill: (state version, its hinges, phi, JD, their stacked terms or None)
+        self._filled: list | None = None
         self._stack = None  # (joints, P, E, F, IV, poff, roff, goff, sliding hinge indices, joints to load)
 
     def fill(self, mech, compiled) -> None:
@@ -63,8 +65,33 @@ class RowBatch:
             J = JD[r0:r1, :-1]
             h._cache = (phi[r0:r1], J, JD[r0:r1, -1], G[g[i]:g[i + 1]] if g[i + 1] > g[i] else J)
             h._cache_version = sv
+        self._filled = [sv, group, phi, JD, None]
         BATCH_COUNTS["calls"] += 1
         BATCH_COUNTS["hinges"] += len(group)
+
+    def stacked_terms(self, cons: list, rows: int):
+        """``(phi, J, drift)`` of the constraints ``cons`` stacked (as the assembly stacks their
+        ``terms()``: the same values, contiguous arrays), when they are exactly the hinges of this
+        state's fill in its order with every row held (``rows``: their sizes' sum); else None."""
+        f = self._filled
+        h0 = cons[0]
+        if f is None or f[0] != h0.mech.state_version:
+            h0.rows()  # (fills the batch at this state)
+            f = self._filled
+            if f is None or f[0] != h0.mech.state_version:
+                return None
+        group, JD = f[1], f[3]
+        # every row held: a hinge's size is at most its kernel rows, so the sums agree only then
+        # (checked at every call: a hinge may be detached or re-shaped at the same state)
+        if len(JD) != rows or len(group) != len(cons):
+            return None
+        for a, b in zip(group, cons):
+            if a is not b or a._cache_version != f[0] or a.detached:
+                return None
+        out = f[4]
+        if out is None:
+            out = f[4] = (f[2], JD[:, :-1].copy(), JD[:, -1].copy())
+        return out
 
     def _stacked(self, group: list, packs: list) -> tuple:
         """The group's parameters stacked (kept while the same hinges have the same packs)."""
