@@ -27,7 +27,8 @@ class _ConstraintPlan:
     column layout, and the critical-form analysis' full-rank reference.
     """
 
-    __slots__ = ("key", "cons", "slices", "rows", "labels", "ideal", "nonideal", "layout", "memo", "second_order")
+    __slots__ = ("key", "cons", "slices", "rows", "labels", "ideal", "nonideal", "layout", "memo", "second_order",
+                 "stacked")
 
     def __init__(self, mech, key):
         self.key = key
@@ -43,6 +44,11 @@ class _ConstraintPlan:
         self.ideal = not self.nonideal
         self.layout = Layout.for_mechanism(mech)
         self.memo: dict = {}
+        # constraints whose rows one object builds together (contact hinges of one source, each with
+        # the same ``batch``): it may hand over all their rows stacked (``stacked_terms``)
+        b = getattr(self.cons[0], "batch", None) if self.cons else None
+        self.stacked = b if b is not None and hasattr(b, "stacked_terms") and all(
+            getattr(c, "batch", None) is b for c in self.cons) else None
         # rows of the constraints whose redundancy the critical-form analysis examines (None: all)
         picked = [sl for c, sl in zip(self.cons, self.slices) if c.second_order]
         self.second_order = None if len(picked) == len(self.cons) else (
@@ -77,9 +83,13 @@ def _constraint_rows(mech, eqs: EquationSet, layout: Layout | None):
         return (), np.zeros((0, mech.nv)), None, np.zeros(0), [], layout
     plan = _constraint_plan(mech, mech.constraints)
     cons = plan.cons
-    terms = []  # (a loop: Python 3.11 builds a function object for every comprehension)
-    for c in cons:
-        terms.append(c.terms())
+    stacked = None if plan.stacked is None else plan.stacked.stacked_terms(cons, plan.rows)
+    if stacked is not None:  # every row built in one call: the stacked arrays, one "constraint"
+        terms = [stacked]
+    else:
+        terms = []  # (a loop: Python 3.11 builds a function object for every comprehension)
+        for c in cons:
+            terms.append(c.terms())
     if mech.nv == 1:  # Pinocchio hands a one-column Jacobian over as a vector: rows (k, 1) here
         terms = [_as_rows(t) for t in terms]
     # solved again at the same state (a controller's new torques): the constraints that keep their
@@ -98,7 +108,8 @@ def _constraint_rows(mech, eqs: EquationSet, layout: Layout | None):
     # at once; numpy's vstack/concatenate of many small arrays cost more than the kernels)
     k = plan.rows
     if len(terms) == 1 and _rows_shaped(terms[0], k, mech.nv):
-        phi, Jc, drift = terms[0]  # one constraint (a stance foot): its own arrays, only read from here on
+        # one constraint (a stance foot), or the stacked rows: their own arrays, only read from here on
+        phi, Jc, drift = terms[0]
     else:
         Jc, phi, drift = np.empty((k, mech.nv)), np.empty(k), np.empty(k)
         for t, sl in zip(terms, plan.slices):

@@ -34,7 +34,8 @@ CACHE_ENTRIES: dict[str, str] = {
                        "their sizes change (its key)",
     "free_layout": "(controlkit.equations) the unknowns' layout while nothing is constrained; rebuilt when "
                    "nv or ntau differ",
-    "contact_bodies": "(sim.contact) (state version, bodies by joint id); stale when the state version moves",
+    "contact_bodies": "(sim.contact.bodies) (state version, BodyTable: the bodies by joint id and their arrays); "
+                      "stale when the state version moves",
     "contact_world_body": "(sim.contact) the world body for contact queries; never invalidated",
 }
 

@@ -28,7 +28,7 @@ class _Body:
 
     __slots__ = ("R", "t", "w", "vo", "alpha", "ao", "J", "JA", "world", "_W", "H", "V", "_Sw")
 
-    def __init__(self, mech, joint: int):
+    def __init__(self, mech, joint: int, table: "BodyTable | None" = None):
         nv = mech.nv
         self.world = joint == 0
         self._W = self._Sw = None
@@ -39,6 +39,13 @@ class _Body:
             self.w = self.vo = self.alpha = self.ao = np.zeros(3)
             self.J = np.zeros((6, nv))
             self.JA = np.zeros((6, nv + 1))
+            return
+        if table is not None:  # its arrays loaded already (BodyTable.load): views and copies of them
+            H, V, JA = self.H, self.V, self.JA = table.H[joint], table.V[joint], table.JA[joint]
+            self.R, self.t = H[:3, :3], H[:3, 3]
+            A = JA[:, nv].copy()  # (copies: the getters' bits in contiguous arrays, as below)
+            self.vo, self.w, self.ao, self.alpha = V[:3], V[3:], A[:3], A[3:]
+            self.J = JA[:, :nv].copy()
             return
         m, d = mech.model, mech.data
         H = self.H = d.oMi[joint].homogeneous  # (a new array: R and t are views of it)
@@ -110,8 +117,52 @@ class _Body:
         return self.vo.dot(c) + r.dot(cross(c, self.w))
 
 
-def _bodies(mech, joints: tuple[int, int]) -> tuple[_Body, _Body]:
-    """The two joints' bodies at the mechanism's state, shared by every hinge until it changes."""
+class BodyTable:
+    """The bodies of one state as arrays by joint id, for the compiled rows of all hinges at once:
+    placements ``H`` (nj, 4, 4), velocities ``V`` (nj, 6) [linear; angular] and ``[J | drift]``
+    ``JA`` (nj, 6, nv + 1). Only the rows of the joints loaded (:meth:`load`) are set; the world's
+    (joint 0) are the identity and zeros. Its :class:`_Body` objects (:meth:`body`) are built on
+    first use: from the loaded rows, or from Pinocchio's getters with arrays of their own."""
+
+    __slots__ = ("H", "V", "JA", "bodies", "_loaded")
+
+    def __init__(self, njoints: int, nv: int, world: _Body):
+        self.H = np.empty((njoints, 4, 4))
+        self.H[0] = np.eye(4)
+        self.V = np.zeros((njoints, 6))
+        self.JA = np.zeros((njoints, 6, nv + 1))
+        self.bodies = {0: world}
+        self._loaded = {0}  # joints whose rows are set
+
+    def body(self, mech, joint: int) -> _Body:
+        """Joint ``joint``'s body at the table's state (built on first use)."""
+        b = self.bodies.get(joint)
+        if b is None:
+            b = self.bodies[joint] = _Body(mech, joint, self if joint in self._loaded else None)
+        return b
+
+    def load(self, mech, joint: int) -> None:
+        """Set joint ``joint``'s rows from Pinocchio's getters (the values :class:`_Body` reads),
+        without building its :class:`_Body`: the compiled rows need only the arrays."""
+        if joint in self._loaded:
+            return
+        b = self.bodies.get(joint)
+        if b is not None:  # (built before: its arrays)
+            self.H[joint], self.V[joint], self.JA[joint] = b.H, b.V, b.JA
+            self._loaded.add(joint)
+            return
+        m, d = mech.model, mech.data
+        nv = mech.nv
+        self.H[joint] = d.oMi[joint].homogeneous
+        self.V[joint] = pin.getVelocity(m, d, joint, LWA).vector
+        JA = self.JA[joint]
+        JA[:, :nv] = pin.getJointJacobian(m, d, joint, LWA)
+        JA[:, nv] = pin.getClassicalAcceleration(m, d, joint, LWA).vector
+        self._loaded.add(joint)
+
+
+def body_table(mech) -> BodyTable:
+    """The bodies at the mechanism's state, shared by every hinge until it changes."""
     # (the mechanism's declared cache entries: controlkit.mechanism.CACHE_ENTRIES)
     cache = mech.cache.get("contact_bodies")
     if cache is None or cache[0] != mech.state_version:
@@ -119,15 +170,14 @@ def _bodies(mech, joints: tuple[int, int]) -> tuple[_Body, _Body]:
         world = mech.cache.get("contact_world_body")
         if world is None or world.J.shape[1] != mech.nv:
             world = mech.cache["contact_world_body"] = _Body(mech, 0)  # the world never moves: built once
-        cache = mech.cache["contact_bodies"] = (mech.state_version, {0: world})
-    table = cache[1]
-    out = []
-    for j in joints:
-        b = table.get(j)
-        if b is None:
-            b = table[j] = _Body(mech, j)
-        out.append(b)
-    return out[0], out[1]
+        cache = mech.cache["contact_bodies"] = (mech.state_version, BodyTable(mech.model.njoints, mech.nv, world))
+    return cache[1]
+
+
+def _bodies(mech, joints: tuple[int, int]) -> tuple[_Body, _Body]:
+    """The two joints' bodies at the mechanism's state, shared by every hinge until it changes."""
+    table = body_table(mech)
+    return table.body(mech, joints[0]), table.body(mech, joints[1])
 
 
 def _sides(mech, joints: tuple[int, int], normal_b: np.ndarray, normal_a: np.ndarray | None):

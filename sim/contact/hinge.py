@@ -49,6 +49,12 @@ _WITH_TORSION = (Region.EDGE, Region.FACE)
 _POINT = Region.POINT
 
 
+def _compiled(h) -> bool:
+    """Whether :data:`COMPILED_ROWS` selects the compiled rows for hinge h."""
+    which = COMPILED_ROWS
+    return which == "all" or which == "balls" and bool(h.points) and (h.balls or h.region == _POINT)
+
+
 # ------------------------------------------------------------- contact hinge
 class ContactHinge(Constraint):
     """The temporary hinge of one contacting pair (its rows: see :mod:`sim.contact`).
@@ -115,6 +121,8 @@ class ContactHinge(Constraint):
         self._sides_cache = None
         self._packed = None  # ((version, mode, stick rows), row_kernel.pack's parameters)
         self.balls = False  # a ball on a ball: the normal is the centres' line, not fixed in B
+        # its source's batched compiled rows (sim.contact.row_batch.RowBatch), or None: rows alone
+        self.batch = None
         self.depth0 = 0.0  # the pair's signed distance (m, <= 0) when its support was last set
         self.shown0 = 0.0  # the penetration (m, <= 0) its support points showed then (shown_depth)
 
@@ -214,9 +222,14 @@ class ContactHinge(Constraint):
         :data:`COMPILED_ROWS` selects it, else by the Python reference (:meth:`reference_rows`)."""
         if self._cache_version == self.mech.state_version:
             return self._cache
-        which = COMPILED_ROWS
         out = None
-        if which == "all" or which == "balls" and self.points and (self.balls or self.region == _POINT):
+        if _compiled(self):
+            batch = self.batch
+            if batch is not None:  # every compiled hinge of its source in one call
+                batch.fill(self.mech, _compiled)
+                if self._cache_version == self.mech.state_version:
+                    ROW_COUNTS["kernel"] += 1
+                    return self._cache
             out = self.kernel_rows()
         if out is None:
             ROW_COUNTS["reference"] += 1

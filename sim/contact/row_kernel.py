@@ -339,14 +339,52 @@ def hinge_rows(HA, VA, JA, HB, VB, JB, P, E, f, iv):
         E (m, 13): per edge point its edges and sign; f, iv: the parameters (:func:`pack`).
     """
     m = P.shape[0]
-    ncol = JA.shape[1]
-    bworld = iv[I_BWORLD] != 0
+    nrow, ng = _row_count(m, iv)
+    phi = np.zeros(nrow)
+    JD = np.zeros((nrow, JA.shape[1]))
+    G = np.zeros((ng, JA.shape[1] - 1))
+    _fill_rows(phi, JD, G, HA, VA, JA, HB, VB, JB, P, E, f, iv)
+    return phi, JD, G
+
+
+@numba.njit(cache=True)
+def batch_rows(HS, VS, JAS, joints, P, E, F, IV, poff, roff, goff):
+    """The rows of several hinges in one call: hinge h's rows are ``phi[roff[h]:roff[h + 1]]``,
+    ``JD[roff[h]:roff[h + 1]]`` and ``G[goff[h]:goff[h + 1]]``, as :func:`hinge_rows` gives them.
+
+    Args:
+        HS (nj, 4, 4), VS (nj, 6), JAS (nj, 6, nv + 1): the body table by joint id
+            (:func:`sim.contact.bodies.body_table`; only the hinges' joints are read).
+        joints (n, 2): each hinge's joints (A, B); P, E: the hinges' point rows stacked
+            (hinge h's are ``poff[h]:poff[h + 1]``); F (n, F_SIZE), IV (n, I_SIZE): the parameters.
+    """
+    ncol = JAS.shape[2]
+    phi = np.zeros(roff[-1])
+    JD = np.zeros((roff[-1], ncol))
+    G = np.zeros((goff[-1], ncol - 1))
+    for h in range(joints.shape[0]):
+        a, b = joints[h, 0], joints[h, 1]
+        r0, r1, g0, g1, p0, p1 = roff[h], roff[h + 1], goff[h], goff[h + 1], poff[h], poff[h + 1]
+        _fill_rows(phi[r0:r1], JD[r0:r1], G[g0:g1], HS[a], VS[a], JAS[a], HS[b], VS[b], JAS[b],
+                   P[p0:p1], E[p0:p1], F[h], IV[h])
+    return phi, JD, G
+
+
+@numba.njit
+def _row_count(m, iv):
+    """How many rows (points and stick rows) and force rows a hinge of m held points has."""
     k = iv[I_K]
     nstick = 2 if (k and iv[I_STICK] == STICK_ROLL_POINT) else k
-    phi = np.zeros(m + nstick)
-    JD = np.zeros((m + nstick, ncol))
+    return m + nstick, (m if iv[I_SLIDING] != 0 else 0)
+
+
+@numba.njit
+def _fill_rows(phi, JD, G, HA, VA, JA, HB, VB, JB, P, E, f, iv):
+    """:func:`hinge_rows` into zeroed arrays of its shapes."""
+    m = P.shape[0]
+    bworld = iv[I_BWORLD] != 0
+    k = iv[I_K]
     sliding = iv[I_SLIDING] != 0
-    G = np.zeros((m if sliding else 0, ncol - 1))
     balls = iv[I_BALLS] != 0
     # the normal n (world, from B towards A): B's face normal, or the centres' line of two balls
     if balls:
@@ -388,20 +426,33 @@ def hinge_rows(HA, VA, JA, HB, VB, JB, P, E, f, iv):
         else:
             t1, t2 = _rot(HB, _vec(f, F_TB)), _rot(HB, _vec(f, F_TB + 3))
         _stick_rows(JD, m, k, JA, HA, VA, JB, HB, VB, bworld, n, t1, t2, f, iv, P)
-    return phi, JD, G
 
 
 # ------------------------------------------------------------- the Python side
+def packed(h):
+    """Hinge h's parameters ``(P, E, f, iv)`` for its support and mode (:func:`pack`, kept by the
+    hinge: dropped by its invalidate() and set_anchor()), or None where the kernel does not cover it."""
+    k = h.stick_row_count()
+    p = h._packed
+    if p is None or p[0] != (h.version, h.mode, k):
+        p = h._packed = ((h.version, h.mode, k), pack(h, k))
+    return p[1]
+
+
+def row_count(m: int, iv: np.ndarray) -> tuple[int, int]:
+    """How many rows (points and stick rows) and force rows the kernel gives a hinge of m points."""
+    k = int(iv[I_K])
+    nstick = 2 if (k and iv[I_STICK] == STICK_ROLL_POINT) else k
+    return m + nstick, (m if iv[I_SLIDING] else 0)
+
+
 def rows_of(h):
     """Hinge h's rows ``(phi, J, drift, G)`` as :meth:`ContactHinge.rows` (G is J unless it slides)
     by :func:`hinge_rows`, or None where :func:`pack` does not cover it."""
-    k = h.stick_row_count()
-    packed = h._packed  # (dropped by the hinge's invalidate() and set_anchor())
-    if packed is None or packed[0] != (h.version, h.mode, k):
-        packed = h._packed = ((h.version, h.mode, k), pack(h, k))
-    if packed[1] is None:
+    p = packed(h)
+    if p is None:
         return None
-    P, E, f, iv = packed[1]
+    P, E, f, iv = p
     A, B = _bodies(h.mech, h.joints)
     if iv[I_SLIDING]:  # (the support's centroid: a point of A, or where the points are now)
         f[F_CENTROID:F_CENTROID + 3] = h.centroid_local()

@@ -18,6 +18,7 @@ from . import impacts, support_set
 from .geometry import POINT_TOL, SupportPoint, _Geometry, _margin, _PairContact, _same_key, _unit
 from .hinge import _SLIDE, _STICK, ContactHinge, Mode
 from .query import ContactState, friction_on_a, hinge_states
+from .row_batch import RowBatch
 from .rows import _edge_geometry
 from .support import FORCE_FLOOR, FORCE_RTOL
 
@@ -87,6 +88,7 @@ class ContactSource(EventSource):
         self._stuck: list[ContactHinge] = []  # sticking hinges that still slipped at the last update
         self.impacts = 0
         self._watch: dict[int, tuple] = {}  # pair -> (key, the hinge's watched points as arrays): _watched
+        self.row_batch = RowBatch(self.hinges)  # the compiled rows of all its hinges in one call per state
 
     # --------------------------------------------------------------- guards
     def guards(self, sim, t, q, v):
@@ -165,6 +167,11 @@ class ContactSource(EventSource):
         (none for a controlled hinge: the solve keeps its forces compressive and in the pyramid)."""
         if h.controlled:
             return []
+        if len(lam) == 3 and len(h.points) == 1 and h.stick_row_count() == 2 and not h.dependent:
+            # one point sticking with both stick rows (a resting ball): the lines below on floats
+            # (0.0 + x: sum()'s own first addition, so a zero keeps sum()'s sign)
+            f0, t1, t2 = lam.tolist()
+            return [f0 + FORCE_RTOL * ((0.0 + abs(f0)) + FORCE_FLOOR), h.mu_s * (0.0 + f0) - math.hypot(t1, t2)]
         fn, ft = h.forces(lam)
         f = fn.tolist()  # (a few numbers: Python's floats beat numpy's per-call cost)
         # the support holds while some compressive distribution over all its points gives these
@@ -181,11 +188,15 @@ class ContactSource(EventSource):
         """Spare vertices touching down (inside the other's face) and support points leaving a face
         (arrays, in guard order)."""
         g: list[np.ndarray] = []
-        sides = h.sides()
         watched, edges = self._watched(h)
+        sides = None  # (read only when something is watched: a ball's held point on no face is not)
         for owner, la, lo, offset, pts, slack, crossings in watched:
-            P, Q, k = sides[owner]
             face = h.faces[owner]
+            if not len(la) and (face is None or not len(pts)):
+                continue
+            if sides is None:
+                sides = h.sides()
+            P, Q, k = sides[owner]
             if len(la):
                 x = P.point(la)
                 # (over the fixed world, lo's points are world points already)
@@ -207,6 +218,7 @@ class ContactSource(EventSource):
                     margin[crossing] += self._step * np.sqrt(np.einsum("ij,ij->i", dv, dv))
                 g.append(margin)
         if edges:  # an edge crossing: it ends where it leaves either edge
+            sides = sides or h.sides()
             g.append(np.array([_edge_geometry(*sides[0][:2], p.edges)[-1] + self.slack for p in edges]))
         return g
 
@@ -406,6 +418,7 @@ class ContactSource(EventSource):
         """A hinge for the contact patch g, bound to the mechanism and active."""
         h = ContactHinge.made(g, self.friction(*g.geoms))
         h.bind(sim.mech)
+        h.batch = self.row_batch
         self.hinges[g.pair] = h
         sim.mech.constraints[h.name] = h
         return h
