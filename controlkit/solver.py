@@ -13,7 +13,7 @@ remaining equalities, costs and inequalities are then posed on ``y`` alone.
   statements whose rows conflict: a residual above ``RESIDUAL_TOL (1 + |f|)``, except along a
   row combination the rank test dropped whose rows are only *nearly* dependent (relative
   departure ``theta <= NEAR_DEPENDENT``): there the least-squares solution is kept while the
-  residual stays within ``theta (1 + |f|)`` (see :func:`_within_near_dependence`).
+  residual stays within ``theta (1 + |f|)`` (:mod:`controlkit.consistency`).
 - Underdetermined: completed by the costs; whatever they leave free is fixed by
   the documented default — first the least sum of squared control torques,
   then the least sum of squared constraint forces (joints nobody controls are
@@ -31,6 +31,7 @@ import numpy as np
 import scipy.linalg as sla
 from scipy.linalg import lapack
 
+from .consistency import inconsistency, within_near_dependence
 from .equations import Problem
 from .errors import InconsistentEquationsError, QPError, SolverError, UnderdeterminedError
 from .linalg import (
@@ -47,12 +48,6 @@ from .linalg import (
 from .qp import solve_qp
 
 RESIDUAL_TOL = 1e-8  # equality residual (relative to 1 + |b|) above this is a conflict
-#: dimensionless: a row combination u the rank test dropped is *nearly dependent* when its rows'
-#: departure from dependence, theta = |u^T A| / |A|_2 (A the rows on the unknowns (a, tau, lam)), is at
-#: most this; its right-hand sides may then disagree by up to theta (1 + |f|) (least squares). Above it,
-#: the rows are independent and the drop comes from the forces' side (sliding friction making the
-#: contact matrix singular): only RESIDUAL_TOL applies.
-NEAR_DEPENDENT = 1e-3
 
 
 @dataclass
@@ -270,46 +265,6 @@ def _stack(rows, red: Reduction, ny):
     return E, f
 
 
-def _conflicts(E, f, owners, U, r):
-    U0 = U[:, r:]
-    u = U0 @ (U0.T @ f)
-    big = np.abs(u) > 1e-6 * np.abs(u).max()
-    return list(dict.fromkeys(o for o, flag in zip(owners, big) if flag))
-
-
-def _within_near_dependence(p: Problem, f: np.ndarray, U: np.ndarray, r: int, tol: float) -> bool:
-    """Whether the residual of the least-squares solution is explained by nearly dependent rows.
-
-    The rank test runs on the reduced rows E (in the free torques and forces y: ``Aa M^-1 G^T +
-    Aw``), whose conditioning is the square of the rows' own when they act through the mass
-    matrix: constraint rows at a relative angle theta ~ 1e-5 from dependence (the four line contacts
-    of a toppled brick stack, nearly parallel) give E a singular value ~ theta^2 of its largest,
-    below the rank threshold. Their right-hand sides (velocity-product terms of the tilted rows)
-    then differ by about theta of their size: solved exactly, the dropped combination would take
-    forces ~ residual / (theta^2 |E|) (1e5 N for a few-kilogram stack) for a constraint
-    acceleration of 1e-4 m/s^2. So along each dropped combination u (a left singular vector of
-    E), the residual ``|u^T f|`` may reach ``tol + theta (1 + |f|)`` when ``theta = |u^T A| / |A|_2
-    <= NEAR_DEPENDENT``; exactly dependent rows (theta at rounding, two statements on one
-    unknown, a closure at a singular configuration) keep ``tol``.
-
-    Args:
-        p: the problem; f: (m,) the reduced right-hand side; U: (m, m) E's left singular vectors;
-        r: E's rank; tol: the residual tolerance ``RESIDUAL_TOL (1 + |f|)``.
-    """
-    rows = p.eq_rows
-    blocks = [B for B in (rows.Aa, rows.Aw) if B is not None]
-    U0 = U[:, r:]
-    if not blocks or not U0.shape[1]:
-        return False
-    A = np.hstack(blocks) if len(blocks) > 1 else blocks[0]
-    scale = float(np.linalg.norm(A, 2))
-    if not scale > 0.0:
-        return False
-    theta = np.linalg.norm(U0.T.dot(A), axis=1) / scale
-    allowed = tol + np.where(theta <= NEAR_DEPENDENT, theta, 0.0) * (1.0 + norm(f))
-    return bool(np.all(np.abs(U0.T.dot(f)) <= allowed))
-
-
 def solve(p: Problem, method: str = "auto") -> Solution:
     """Solve a problem built by :func:`controlkit.equations.build_problem`.
 
@@ -355,8 +310,8 @@ def _solve(p: Problem, method: str) -> Solution:
             res = E @ y - f
             nres = norm(res)
         if nres > tol:
-            error = _inconsistency(p, E, f, U, r, nres)
-            if not _within_near_dependence(p, f, U, r, tol):
+            error = inconsistency(p, E, f, U, r, nres)
+            if not within_near_dependence(p, f, U, r, tol):
                 raise error
             near = error
     solver = "direct"
@@ -375,18 +330,6 @@ def _solve(p: Problem, method: str) -> Solution:
     sol.undetermined = undetermined
     sol.near_dependent = near
     return sol
-
-
-def _inconsistency(p: Problem, E, f, U, r, nres) -> InconsistentEquationsError:
-    """The error naming the statements whose rows conflict (residual nres of the reduced rows E y = f)."""
-    names = _conflicts(E, f, p.eq_rows.owners(), U, r)
-    hint = ""
-    if names == ["constraints"] and nres <= 1e-4 * (1.0 + norm(f)):
-        hint = ("; only the constraints' own rows disagree, and slightly: dependent closure rows whose "
-                "second-order terms differ (a closure at a singular configuration)")
-    return InconsistentEquationsError(
-        f"t = {p.time:.6g} s: the equations are inconsistent (residual {nres:.3g}); "
-        f"conflicting: {', '.join(names)}{hint}", names, p)
 
 
 _ROWS: dict[int, np.ndarray] = {}

@@ -8,8 +8,8 @@ from typing import Sequence
 import numpy as np
 
 from controlkit.errors import ControlkitError, InconsistentEquationsError, ModelError
-from controlkit.solver import require_consistent
 from controlkit.friction import FrictionLaw
+from controlkit.solver import require_consistent
 
 from ..collision import CollisionWorld, PairFilter
 from ..events import VELOCITY, EventSource
