@@ -10,7 +10,10 @@ remaining equalities, costs and inequalities are then posed on ``y`` alone.
   such as a four-bar linkage's, are fine; the constraint forces they leave
   indeterminate are reported in ``Solution.indeterminate``).
 - Inconsistent equalities: :class:`InconsistentEquationsError` naming the
-  statements whose rows conflict.
+  statements whose rows conflict: a residual above ``RESIDUAL_TOL (1 + |f|)``, except along a
+  row combination the rank test dropped whose rows are only *nearly* dependent (relative
+  departure ``theta <= NEAR_DEPENDENT``): there the least-squares solution is kept while the
+  residual stays within ``theta (1 + |f|)`` (:mod:`controlkit.consistency`).
 - Underdetermined: completed by the costs; whatever they leave free is fixed by
   the documented default — first the least sum of squared control torques,
   then the least sum of squared constraint forces (joints nobody controls are
@@ -28,6 +31,7 @@ import numpy as np
 import scipy.linalg as sla
 from scipy.linalg import lapack
 
+from .consistency import inconsistency, within_near_dependence
 from .equations import Problem
 from .errors import InconsistentEquationsError, QPError, SolverError, UnderdeterminedError
 from .linalg import (
@@ -60,6 +64,18 @@ class Solution:
     #: acceleration directions (nv, k) the statements left to the default (least squared torques),
     #: not orthonormal; None when the statements determined the motion
     undetermined: np.ndarray | None = None
+    #: the error a strict solve raises, when the equalities hold only in the least-squares sense along
+    #: nearly dependent rows (:data:`NEAR_DEPENDENT`); None when they hold to ``RESIDUAL_TOL``
+    near_dependent: InconsistentEquationsError | None = None
+
+
+def require_consistent(sol: Solution) -> Solution:
+    """sol, or its :attr:`Solution.near_dependent` error raised: for a caller that treats nearly
+    dependent rows whose right-hand sides disagree as inconsistent (a contact layer choosing which
+    support points to hold) rather than taking their least-squares solution (an integrator's stage)."""
+    if sol.near_dependent is not None:
+        raise sol.near_dependent
+    return sol
 
 
 @dataclass
@@ -249,13 +265,6 @@ def _stack(rows, red: Reduction, ny):
     return E, f
 
 
-def _conflicts(E, f, owners, U, r):
-    U0 = U[:, r:]
-    u = U0 @ (U0.T @ f)
-    big = np.abs(u) > 1e-6 * np.abs(u).max()
-    return list(dict.fromkeys(o for o, flag in zip(owners, big) if flag))
-
-
 def solve(p: Problem, method: str = "auto") -> Solution:
     """Solve a problem built by :func:`controlkit.equations.build_problem`.
 
@@ -290,6 +299,7 @@ def _solve(p: Problem, method: str) -> Solution:
     ny = red.P.shape[1]
     E, f = _stack(p.eq_rows, red, ny)
     y, r, U, N = min_norm(E, f) if E.shape[0] else (np.zeros(ny), 0, np.zeros((0, 0)), np.eye(ny))
+    near = None
     if E.shape[0]:
         res = E.dot(y) - f
         nres, tol = norm(res), RESIDUAL_TOL * (1.0 + norm(f))
@@ -300,26 +310,25 @@ def _solve(p: Problem, method: str) -> Solution:
             res = E @ y - f
             nres = norm(res)
         if nres > tol:
-            names = _conflicts(E, f, p.eq_rows.owners(), U, r)
-            hint = ""
-            if names == ["constraints"] and nres <= 1e-4 * (1.0 + norm(f)):
-                hint = ("; only the constraints' own rows disagree, and slightly: dependent closure rows whose "
-                        "second-order terms differ (a closure at a singular configuration)")
-            raise InconsistentEquationsError(
-                f"t = {p.time:.6g} s: the equations are inconsistent (residual {nres:.3g}); "
-                f"conflicting: {', '.join(names)}{hint}", names, p)
+            error = inconsistency(p, E, f, U, r, nres)
+            if not within_near_dependence(p, f, U, r, tol):
+                raise error
+            near = error
     solver = "direct"
     tau_rows = np.flatnonzero(free[: L.ntau]) if p.fixed else _all_rows(L.ntau)
     if p.ineq_rows.spans or method == "qp":
         if not p.default_cost:
             _complete(p, red, y, N, tau_rows)  # raises if the costs leave motion free
         y = _qp(p, red, y, N, E, f, method, tau_rows)
-        return _unpack(p, red, y, np.zeros((ny, 0)), "qp")
+        sol = _unpack(p, red, y, np.zeros((ny, 0)), "qp")
+        sol.near_dependent = near
+        return sol
     undetermined = None
     if N.shape[1]:
         y, N, solver, undetermined = _complete(p, red, y, N, tau_rows)
     sol = _unpack(p, red, y, N, solver)
     sol.undetermined = undetermined
+    sol.near_dependent = near
     return sol
 
 

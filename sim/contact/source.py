@@ -9,6 +9,7 @@ import numpy as np
 
 from controlkit.errors import ControlkitError, InconsistentEquationsError, ModelError
 from controlkit.friction import FrictionLaw
+from controlkit.solver import require_consistent
 
 from ..collision import CollisionWorld, PairFilter
 from ..events import VELOCITY, EventSource
@@ -104,16 +105,17 @@ class ContactSource(EventSource):
         mech = sim.mech
         # the solution must be this state's under the simulator's statements: a program's guard
         # may have set the state (to read a point) without solving
-        if not (mech.state_is(q, v) and mech.solved(sim.equations)):
-            try:
+        try:
+            if not (mech.state_is(q, v) and mech.solved(sim.equations)):
                 sim.accelerations_at(t, q, v)
-            except InconsistentEquationsError:
-                # the supports' rows can no longer hold together (nearly dependent, drifted apart):
-                # their force guards read as crossed, so the first such instant is an event and the
-                # supports are chosen again there
-                self._net(d)
-                return np.concatenate([d] + [np.full(len(self._hinge_guards(h, np.zeros(h.size))), -1.0)
-                                             for h in self.hinges.values()])
+            require_consistent(mech.solution)  # (least squares along nearly dependent rows: as inconsistent)
+        except InconsistentEquationsError:
+            # the supports' rows can no longer hold together (nearly dependent, drifted apart):
+            # their force guards read as crossed, so the first such instant is an event and the
+            # supports are chosen again there
+            self._net(d)
+            return np.concatenate([d] + [np.full(len(self._hinge_guards(h, np.zeros(h.size))), -1.0)
+                                         for h in self.hinges.values()])
         self._net(d)
         sol = mech.solution
         out, starts, at = [d], [], len(d)
@@ -371,7 +373,7 @@ class ContactSource(EventSource):
         mech.set_state(sim.q, sim.v, check=False)
         sim.set_state()
         try:
-            sim.solve_now()
+            require_consistent(sim.solve_now())
         except InconsistentEquationsError:
             # the held rows' velocity terms changed with v: nearly dependent supports (a box squeezed
             # by four fingers on a table) can disagree at the new velocity; a point gives way as at a

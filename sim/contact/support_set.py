@@ -10,6 +10,7 @@ import numpy as np
 from controlkit.dynamics import evaluate
 from controlkit.equations import build_problem
 from controlkit.errors import ControlkitError, InconsistentEquationsError
+from controlkit.solver import require_consistent
 
 from .geometry import Region, SupportPoint
 from .hinge import ContactHinge, Mode
@@ -50,7 +51,7 @@ def choose_supports(src, sim) -> None:
         # the support found holds with compressive forces (the LCP's); a basis made
         # inconsistent by round-off or by a dependency on other hinges gives up its weakest point
         try:
-            sol = sim.solve_now()
+            sol = require_consistent(sim.solve_now())
         except InconsistentEquationsError:
             # no forces at all hold these rows together (nearly dependent rows whose errors
             # disagree, or sliding friction making the contact matrix singular): the first
@@ -108,7 +109,7 @@ def release_for_consistency(src, sim) -> bool:
         for point in list(h.points) if len(h.support()) > 1 else []:
             release(src, sim, h, point)
             try:
-                sim.solve_now()
+                require_consistent(sim.solve_now())
                 return True
             except InconsistentEquationsError:
                 for x, state in saved:
@@ -233,7 +234,7 @@ def lcp(src, sim, hinges: Sequence[ContactHinge]) -> tuple[np.ndarray, np.ndarra
     """
     mech = sim.mech
     try:
-        sol = sim.solve_now()
+        sol = require_consistent(sim.solve_now())
         lam = np.concatenate([h.forces(sol.lam[h.name])[0] for h in hinges])
         held = np.ones(len(lam), dtype=bool)  # every candidate held: none separates
         if lam.min(initial=0.0) >= -_tol(lam):
