@@ -225,11 +225,16 @@ def _on_a_terminal(monkeypatch, body) -> str:
             mp.setattr(sys, "stdout", term)  # a real terminal in place of pytest's captured stdout
             body(term)
         term.flush()
-        os.set_blocking(master, False)
-        try:
-            return os.read(master, 1 << 16).decode(errors="replace")
-        except BlockingIOError:
-            return ""
+        # a pseudo-terminal hands written bytes over in chunks: read until none come for 0.2 s
+        import select
+
+        chunks = []
+        while select.select([master], [], [], 0.2)[0]:
+            chunk = os.read(master, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks).decode(errors="replace")
     finally:
         term.close()
         os.close(master)
