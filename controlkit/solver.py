@@ -96,8 +96,11 @@ class Reduction:
     wF: np.ndarray
 
 
-def _reduce(p: Problem) -> Reduction:
-    """Eliminate a with the motion equations; return the maps for y (free torques and forces)."""
+def reduce_problem(p: Problem) -> Reduction:
+    """Eliminate the accelerations a with the motion equations: a = P y + p0, where y (ny,) are the
+    free torques and forces (N m, N); returns the maps as a :class:`Reduction`. Part of the seam a
+    specialised solve (``controllers/servo_solve.py``) uses with :func:`stack_rows` and
+    :func:`unpack_solution`."""
     L = p.layout
     nv, nx = L.nv, L.nx
     nw = nx - nv
@@ -136,7 +139,7 @@ _UNASSIGNED: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
 
 def _nothing_assigned(nw: int) -> tuple[np.ndarray, np.ndarray]:
-    """``free`` (all True) and ``wF`` (zeros) of :func:`_reduce` for nw unknowns when nothing is
+    """``free`` (all True) and ``wF`` (zeros) of :func:`reduce_problem` for nw unknowns when nothing is
     assigned: shared read-only arrays (an inverse dynamics servo asks for them every tick)."""
     out = _UNASSIGNED.get(nw)
     if out is None:
@@ -254,8 +257,9 @@ def _reduce_rows(Aa, Aw, b, red: Reduction):
     return E, f
 
 
-def _stack(rows, red: Reduction, ny):
-    """Stacked rows (:class:`~controlkit.equations.Rows`) in y, weighted for costs: (E, f)."""
+def stack_rows(rows, red: Reduction, ny: int) -> tuple[np.ndarray, np.ndarray]:
+    """Stacked rows (:class:`~controlkit.equations.Rows`) written in y, weighted for costs:
+    ``(E, f)`` with E (m, ny) and f (m,), meaning ``E y = f`` (or ``E y <= f`` for inequalities)."""
     if not len(rows):
         return np.zeros((0, ny)), np.zeros(0)
     E, f = _reduce_rows(rows.Aa, rows.Aw, rows.b, red)
@@ -294,10 +298,10 @@ def _solve(p: Problem, method: str) -> Solution:
         sol = kernel_solve(p)
         if sol is not None:
             return sol
-    red = _reduce(p)
+    red = reduce_problem(p)
     free = red.free
     ny = red.P.shape[1]
-    E, f = _stack(p.eq_rows, red, ny)
+    E, f = stack_rows(p.eq_rows, red, ny)
     y, r, U, N = min_norm(E, f) if E.shape[0] else (np.zeros(ny), 0, np.zeros((0, 0)), np.eye(ny))
     near = None
     if E.shape[0]:
@@ -320,13 +324,13 @@ def _solve(p: Problem, method: str) -> Solution:
         if not p.default_cost:
             _complete(p, red, y, N, tau_rows)  # raises if the costs leave motion free
         y = _qp(p, red, y, N, E, f, method, tau_rows)
-        sol = _unpack(p, red, y, np.zeros((ny, 0)), "qp")
+        sol = unpack_solution(p, red, y, np.zeros((ny, 0)), "qp")
         sol.near_dependent = near
         return sol
     undetermined = None
     if N.shape[1]:
         y, N, solver, undetermined = _complete(p, red, y, N, tau_rows)
-    sol = _unpack(p, red, y, N, solver)
+    sol = unpack_solution(p, red, y, N, solver)
     sol.undetermined = undetermined
     sol.near_dependent = near
     return sol
@@ -359,7 +363,7 @@ def _complete(p, red: Reduction, y, N, tau_rows):
     solver = "direct"
     for rows in (p.cost_rows, p.reg_rows):
         if rows is not None and rows.spans and N.shape[1]:
-            C, d = _stack(rows, red, P.shape[1])
+            C, d = stack_rows(rows, red, P.shape[1])
             z, r, _, K = min_norm(C.dot(N), d - C.dot(y))
             y, N = y + N.dot(z), N.dot(K)
             solver = "lstsq"
@@ -394,13 +398,13 @@ def _qp(p, red: Reduction, y0, N, E, f, method, tau_rows):
     """The QP (:func:`controlkit.qp.solve_qp`) on z with y = y0 + N z (or, for method='qp', on y
     with equality rows)."""
     ny = red.P.shape[1]
-    G, g = _stack(p.ineq_rows, red, ny)
-    C, d = _stack(p.cost_rows, red, ny)
+    G, g = stack_rows(p.ineq_rows, red, ny)
+    C, d = stack_rows(p.cost_rows, red, ny)
     if method == "qp":
         # the whole problem in y: cost (user + default), independent equality rows
         H = C.T @ C if C.size else np.zeros((ny, ny))
         c = C.T @ d if C.size else np.zeros(ny)
-        R, r = _stack(p.reg_rows, red, ny) if p.reg_rows is not None else (np.zeros((0, ny)), None)
+        R, r = stack_rows(p.reg_rows, red, ny) if p.reg_rows is not None else (np.zeros((0, ny)), None)
         H, c = _with_default(H, c, lambda: (np.diag(_default_weights(ny, tau_rows)), np.zeros(ny)),
                              (lambda: (R, r)) if len(R) else None)
         rows = independent_rows(E)
@@ -424,7 +428,7 @@ def _qp(p, red: Reduction, y0, N, E, f, method, tau_rows):
         return (N.T * Dy).dot(N), -N.T.dot(Dy * y0)  # N^T diag(D) N, without forming diag(D)
 
     def regularization():
-        R, r = _stack(p.reg_rows, red, ny)
+        R, r = stack_rows(p.reg_rows, red, ny)
         return R.dot(N), r - R.dot(y0)
 
     has_reg = p.reg_rows is not None and bool(p.reg_rows.spans)
@@ -536,7 +540,10 @@ def _raise_infeasible(p, viol):
                       f"{viol.max():.3g}) and nothing is left free.\n{p}", p, p.time)
 
 
-def _unpack(p, red: Reduction, y, N, method) -> Solution:
+def unpack_solution(p: Problem, red: Reduction, y: np.ndarray, N: np.ndarray, method: str) -> Solution:
+    """The :class:`Solution` for the free torques and forces y (ny,): accelerations from the
+    reduction, assigned columns filled in; N (ny, k) spans what the statements leave free, method
+    names the solve that found y."""
     L = p.layout
     free, wF = red.free, red.wF
     a = red.P.dot(y) + red.p0

@@ -43,7 +43,7 @@ from controlkit.equations import Problem
 from controlkit.errors import QPError, SolverError
 from controlkit.linalg import RANK_TOL, min_norm
 from controlkit.qp import QPWorkspace, solve_qp
-from controlkit.solver import Solution, _reduce, _stack, _unpack, solve
+from controlkit.solver import Solution, reduce_problem, solve, stack_rows, unpack_solution
 
 __all__ = ["servo_solve", "FREE_TOL", "COUNTS"]
 
@@ -73,21 +73,21 @@ def _servo_form(p: Problem) -> bool:
 
 
 def _servo(p: Problem, workspace):
-    red = _reduce(p)
+    red = reduce_problem(p)
     P = red.P
     nv, ny = P.shape
-    E, f = _stack(p.eq_rows, red, ny)
+    E, f = stack_rows(p.eq_rows, red, ny)
     y0, _, _, N = min_norm(E, f)
     nz = N.shape[1]
     if not nz or np.abs(E.dot(y0) - f).max() > 1e-8 * (1.0 + np.abs(f).max()):
         return None  # (nothing free, or inconsistent rows: the reference path says which)
-    C, d = _stack(p.cost_rows, red, ny)
+    C, d = stack_rows(p.cost_rows, red, ny)
     A, t = C.dot(N), d - C.dot(y0)
     if ny > nv:  # more torques and forces than accelerations: some move nothing (internal wrenches)
         F = _free_directions(p, N, nv)
         if F is None:
             return None
-        Rr, rr = _stack(p.reg_rows, red, ny)
+        Rr, rr = stack_rows(p.reg_rows, red, ny)
         RN = Rr.dot(N)
         RF = RN.dot(F)
         scale = float(np.vdot(RF, RF))
@@ -117,7 +117,7 @@ def _servo(p: Problem, workspace):
             return None
         R = fac[0][:nz]
         s = _qt(fac, t.reshape(-1, 1))[:, 0]
-    G, g = _stack(p.ineq_rows, red, ny)
+    G, g = stack_rows(p.ineq_rows, red, ny)
     Gs, info = lapack.dtrtrs(R, G.dot(N).T, trans=1)  # (G N R^-1)^T = R^-T (G N)^T; R's upper triangle only
     if info != 0:
         return None
@@ -131,7 +131,7 @@ def _servo(p: Problem, workspace):
     if info != 0:
         return None
     y = y0 + N.dot(z)
-    return _unpack(p, red, y, np.zeros((ny, 0)), "qp")
+    return unpack_solution(p, red, y, np.zeros((ny, 0)), "qp")
 
 
 def _free_directions(p: Problem, N: np.ndarray, nv: int) -> np.ndarray | None:
