@@ -64,8 +64,9 @@ def inconsistency(p: Problem, E, f, U, r, nres) -> InconsistentEquationsError:
     names = _conflicts(E, f, p.eq_rows.owners(), U, r)
     hint = ""
     if names == ["constraints"] and nres <= 1e-4 * (1.0 + norm(f)):
-        hint = ("; only the constraints' own rows disagree, and slightly: dependent closure rows whose "
-                "second-order terms differ (a closure at a singular configuration)")
+        hint = ("; only the constraints' own rows disagree, and slightly: dependent or nearly dependent "
+                "rows whose right-hand sides differ (a closure at a singular configuration, or contact "
+                "points of several pairs holding the same motion, e.g. parallel line contacts in a loop)")
     return InconsistentEquationsError(
         f"t = {p.time:.6g} s: the equations are inconsistent (residual {nres:.3g}); "
         f"conflicting: {', '.join(names)}{hint}", names, p)
