@@ -52,10 +52,9 @@ departs), and why:
    makes the ground's split of load and friction between sole and toe arbitrary (the points
    are redundant), and a lightly loaded foot then slips on whichever carries the friction.
    They are held by a control equation (their accelerations are the posture's PD), not a cost:
-   a toe segment is so light that a cost on it trades the QP's conditioning against the hold.
-   At 1% of the posture weight the servo swung the toes as reaction wheels (through the
-   unwatched floor, up to 66 rad/s) and its torques jumped by up to 58 N m whenever the toe
-   directions crossed the solver's flat threshold; heavier weights made the walk slide.
+   a toe segment is so light that a cost on it trades the QP's conditioning against the hold
+   (measured with a cost at 1% of the posture weight: the servo swung the toes as reaction
+   wheels through the unwatched floor, up to 66 rad/s; heavier weights made the walk slide).
 7. The servo keeps a planted foot's centre of pressure in the inner ``COP_MARGIN`` of its sole
    (a ZMP safety margin). A just-landed foot carries only ``MIN_LOAD``, and the least squared
    torques put its centre of pressure on a sole corner; on the real floor the ground then holds
