@@ -202,12 +202,8 @@ class _Geometry:
                 return None
             n = -axis if (ia, ib) == self.world.pair_indices[pair] else axis  # from B towards A
         else:
-            req = coal.CollisionRequest()
-            req.security_margin = self.touch_distance
-            req.num_max_contacts = 1
-            res = coal.CollisionResult()
-            coal.collide(sa, _se3_to_tf(Ma), sb, _se3_to_tf(Mb), req, res)
-            if not res.isCollision():
+            res = self._collide(sa, Ma, sb, Mb)
+            if res is None:
                 return None
             n = -np.asarray(res.getContact(0).normal, dtype=float)  # coal: from shape 1 (A) to shape 2 (B)
         # the normal only chooses the face (or the exact normal replaces it); the patch is built
@@ -231,15 +227,21 @@ class _Geometry:
             ia, ib, sa, sb, Ma, Mb = ib, ia, sb, sa, Mb, Ma
         return self._build(pair, ia, ib, sa, sb, Ma, Mb, n, pts, full)
 
-    def _from_coal(self, pair, ia, ib, sa, sb, Ma, Mb, full) -> _PairContact | None:
-        """The contact from coal's own collision contact and its patch (its normal snapped to a
-        face): what a world that is not ``reproducible`` uses."""
+    def _collide(self, sa, Ma, sb, Mb) -> coal.CollisionResult | None:
+        """coal's collision of shape ``sa`` at ``Ma`` with ``sb`` at ``Mb`` within the touch distance
+        (one contact), or None when they are farther apart."""
         req = coal.CollisionRequest()
         req.security_margin = self.touch_distance
         req.num_max_contacts = 1
         res = coal.CollisionResult()
         coal.collide(sa, _se3_to_tf(Ma), sb, _se3_to_tf(Mb), req, res)
-        if not res.isCollision():
+        return res if res.isCollision() else None
+
+    def _from_coal(self, pair, ia, ib, sa, sb, Ma, Mb, full) -> _PairContact | None:
+        """The contact from coal's own collision contact and its patch (its normal snapped to a
+        face): what a world that is not ``reproducible`` uses."""
+        res = self._collide(sa, Ma, sb, Mb)
+        if res is None:
             return None
         pres = coal.ContactPatchResult()
         coal.computeContactPatch(sa, _se3_to_tf(Ma), sb, _se3_to_tf(Mb), res, self.preq, pres)
