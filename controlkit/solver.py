@@ -45,7 +45,7 @@ from .linalg import (
     norm,
     well_conditioned,
 )
-from .qp import solve_qp
+from .qp import QPWorkspace, solve_qp
 
 RESIDUAL_TOL = 1e-8  # equality residual (relative to 1 + |b|) above this is a conflict
 
@@ -409,7 +409,7 @@ def _qp(p, red: Reduction, y0, N, E, f, method, tau_rows):
                              (lambda: (R, r)) if len(R) else None)
         rows = independent_rows(E)
         # (c is the cost's gradient with a minus sign: the QP's linear term is -c)
-        return _call_qp(p, H, -c, E[rows], f[rows], G, g)
+        return problem_qp(p, H, -c, E[rows], f[rows], G, g)
     if N.shape[1] == 0:
         if G.size and np.any(G @ y0 - g > 1e-9 * (1 + np.abs(g))):
             _raise_infeasible(p, G @ y0 - g)
@@ -436,7 +436,7 @@ def _qp(p, red: Reduction, y0, N, E, f, method, tau_rows):
     GN, slack = G.dot(N), g - G.dot(y0)  # the inequalities on z: GN z <= slack
     z = _inside(H, c, GN, slack)
     if z is None:
-        z = _call_qp(p, H, -c, None, None, GN, slack)
+        z = problem_qp(p, H, -c, None, None, GN, slack)
     return y0 + N.dot(z)
 
 
@@ -527,10 +527,11 @@ def _regularize(H, c, F, regularization, z_costs, trace):
     return H, c, F @ V[:, : bisect.bisect_right(wl, RANK_TOL * wl[-1])]
 
 
-def _call_qp(p, H, c, A_eq, b_eq, G, h):
-    """:func:`controlkit.qp.solve_qp`'s minimizer; its failure raised as a SolverError with the problem."""
+def problem_qp(p: Problem, H, c, A_eq, b_eq, G, h, workspace: QPWorkspace | None = None) -> np.ndarray:
+    """:func:`controlkit.qp.solve_qp`'s minimizer for problem ``p``'s QP (warm-started from
+    ``workspace`` when given); its failure raised as a SolverError naming the time and the problem."""
     try:
-        return solve_qp(H, c, A_eq, b_eq, G, h).x
+        return solve_qp(H, c, A_eq, b_eq, G, h, workspace=workspace).x
     except QPError as exc:
         raise SolverError(f"t = {p.time:.6g} s: the QP has no solution ({exc.reason}).\n{p}", p, p.time) from exc
 

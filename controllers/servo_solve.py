@@ -40,10 +40,9 @@ import numpy as np
 from scipy.linalg import lapack
 
 from controlkit.equations import Problem
-from controlkit.errors import QPError, SolverError
 from controlkit.linalg import RANK_TOL, min_norm
-from controlkit.qp import QPWorkspace, solve_qp
-from controlkit.solver import Solution, reduce_problem, solve, stack_rows, unpack_solution
+from controlkit.qp import QPWorkspace
+from controlkit.solver import Solution, problem_qp, reduce_problem, solve, stack_rows, unpack_solution
 
 __all__ = ["servo_solve", "FREE_TOL", "COUNTS"]
 
@@ -123,10 +122,7 @@ def _servo(p: Problem, workspace):
         return None
     Gs, slack = Gs.T, g - G.dot(y0)
     if False in (Gs.dot(s) <= slack).tolist():
-        try:
-            s = solve_qp(np.eye(len(s)), -s, None, None, Gs, slack, workspace=workspace).x
-        except QPError as exc:
-            raise SolverError(f"t = {p.time:.6g} s: the QP has no solution ({exc.reason}).\n{p}", p, p.time) from exc
+        s = problem_qp(p, np.eye(len(s)), -s, None, None, Gs, slack, workspace=workspace)
     z, info = lapack.dtrtrs(R, s)
     if info != 0:
         return None
