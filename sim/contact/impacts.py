@@ -3,6 +3,7 @@ impact they resolve (sticking contacts' tangential rows held while their impulse
 friction cone)."""
 from __future__ import annotations
 
+import coal
 import numpy as np
 
 from controlkit.friction import FrictionLaw
@@ -29,13 +30,25 @@ def point_rows(sim, geo):
     return J, J @ sim.v, owners
 
 
-def lingering(src, sim, geo, d):
-    """Unhinged pairs of ``geo`` at distance <= 0 whose nearest points do not part faster than
-    ``rest_velocity``: ``[(pair, coal contact)]``."""
+def lingering(src, sim, geo, d, struck: set[int]) -> list[tuple[int, bool]]:
+    """Unhinged pairs of ``geo`` at distance <= 0 (m) whose distance guard, already at or below 0,
+    can show no crossing of 0: those whose nearest points do not part faster than
+    ``rest_velocity`` (an edge on an edge after their impact) and, of the pairs that ``struck`` in
+    the impact, those between two bodies neither of which is a ball (a box bouncing off one corner
+    while another swings down, the pair's distance never above 0). A ball parting from its one point
+    is left to its distance's own crossing of 0 (its bounces' times). Returns ``[(pair, parting)]``."""
     ks = [int(k) for k in geo if k not in src.hinges and k not in src._grace and d[k] <= 0.0]
     if not ks:
         return []
-    return [(c.index, c) for c in src.world.contacts(sim.q, sim.v, which=ks) if c.normal_velocity <= src.rest_velocity]
+    objs = src.geometry.objs
+    out = []
+    for c in src.world.contacts(sim.q, sim.v, which=ks):
+        ia, ib = src.world.pair_indices[c.index]
+        ball = isinstance(objs[ia].geometry, coal.Sphere) or isinstance(objs[ib].geometry, coal.Sphere)
+        parting = c.normal_velocity > src.rest_velocity
+        if not parting or (c.index in struck and not ball):
+            out.append((c.index, parting))
+    return out
 
 
 def missed_rows(src, sim, geo, J, u, owners):
@@ -56,15 +69,16 @@ def missed_rows(src, sim, geo, J, u, owners):
             np.concatenate([u, [c.normal_velocity for _, c in extra]]), owners + [(k, -1) for k, _ in extra])
 
 
-def impact(src, sim, geo) -> None:
+def impact(src, sim, geo) -> set[int]:
     """Resolve the impact of the touching pairs ``geo`` (pair -> contact patch) if any of their points
     approaches faster than ``impact_velocity``: the simulator's velocity jumps, the impact is logged,
-    and sticking hinges that slid through it slide on (:func:`_slide_on`)."""
+    and sticking hinges that slid through it slide on (:func:`_slide_on`). Returns the pairs that
+    struck (a point approaching faster than ``impact_velocity``; none without an impact)."""
     if not geo:
-        return
+        return set()
     J, u, owners = missed_rows(src, sim, geo, *point_rows(sim, geo))
     if not len(u) or u.min() >= -src.impact_velocity:
-        return
+        return set()
     mech = sim.mech
     M, _ = mech.dynamics()
     # bilateral constraints (loop closures, welds) take part in the impact as stiff plastic rows
@@ -113,6 +127,7 @@ def impact(src, sim, geo) -> None:
     sim.v = res.v
     mech.set_state(sim.q, sim.v, check=False)
     _slide_on(src, [h for h in was_sticking if h not in sticking], J @ res.v, owners)
+    return {k for (k, _), ui in zip(owners, u.tolist()) if ui < -src.impact_velocity}
 
 
 def _slide_on(src, slid: list[ContactHinge], u1: np.ndarray, owners) -> None:

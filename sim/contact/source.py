@@ -28,6 +28,9 @@ from .support import FORCE_FLOOR, FORCE_RTOL
 TURN_TOL = 1e-6
 #: m: how far a crossing support point may lag its edges' crossing before it is an event
 CROSSING_SLACK = 1e-3
+#: m: how far below its depth at the impact a pair that struck and parts may go before its return
+#: is an event (coal's distances of a resting box pair vary by ~1e-12 m)
+PARTING_SLACK = 1e-9
 #: s: the longest time tolerance of event isolation enable_contacts takes from the simulator
 MAX_TOLERANCE = 1e-9
 
@@ -85,6 +88,10 @@ class ContactSource(EventSource):
         self.hinges: dict[int, ContactHinge] = {}
         # pairs whose contact broke while they still touched -> their distance then (m, <= 0)
         self._grace: dict[int, float] = {}
+        # of those, pairs that struck and part while another of their features may come down:
+        # watched from their depth then with PARTING_SLACK, not the slack (a contact made one
+        # slack deep is pushed out by the rows against its weight)
+        self._parting: set[int] = set()
         self.support_solves: list[float] = []  # wall time (s) of each support-set solve
         self._stuck: list[ContactHinge] = []  # sticking hinges that still slipped at the last update
         self.impacts = 0
@@ -99,7 +106,7 @@ class ContactSource(EventSource):
         for k, d0 in self._grace.items():
             # broken while touching: a later return is a crossing past the slack, counted from
             # where the pair was (a drifted contact may break slightly overlapping)
-            d[k] += self.slack - d0
+            d[k] += (PARTING_SLACK if k in self._parting else self.slack) - d0
         if not self.hinges:
             return d
         mech = sim.mech
@@ -146,7 +153,7 @@ class ContactSource(EventSource):
         hinges = []  # (twice per step: a loop, no generator)
         for k, h in self.hinges.items():
             hinges.append((k, id(h), h.version, h.mode, h.controlled, h.depth0, h.shown0))
-        return q.tobytes(), tuple(self._grace.items()), tuple(hinges)
+        return q.tobytes(), tuple(self._grace.items()), tuple(sorted(self._parting)), tuple(hinges)
 
     def guards_after_control(self, sim, t, q, v, before):
         """Only the force guards again (the support margins, stick and slide): distances and
@@ -246,7 +253,9 @@ class ContactSource(EventSource):
         return cached[1]
 
     def max_step(self, sim, t, q, v):
-        return self.world.time_to_contact(q, v, exclude=set(self.hinges), a=sim.accelerations,
+        # (a pair watched past the slack needs no step bound for its crossing: one resting
+        # unhinged, edge on edge, parting at nm/s under gravity, bounded the steps to nanoseconds)
+        return self.world.time_to_contact(q, v, exclude=set(self.hinges) | set(self._grace), a=sim.accelerations,
                                           horizon=sim.step_horizon)
 
     def after_step(self, sim) -> None:
@@ -326,17 +335,20 @@ class ContactSource(EventSource):
         touching = sorted(set(np.flatnonzero(d <= self.touch_distance)) | set(self.hinges))
         geo = {k: self.geometry.contact(int(k)) for k in touching}
         geo = {k: g for k, g in geo.items() if g is not None}
-        impacts.impact(self, sim, geo)
+        struck = impacts.impact(self, sim, geo)
         self._establish(sim, geo)
         self._settle(sim)
         # the guards count from the distances here (q is unchanged): broken pairs and hinged ones;
         # a broken pair hinged again is watched through its hinge alone (its offset counted once)
         self._grace = {k: min(float(d[k]), 0.0) for k in self._grace if k not in self.hinges}
-        # an unhinged pair left touching and not parting (an edge on an edge after their impact):
-        # its distance starts at or below 0, where no crossing of 0 can fire; watched from here
-        # past the slack instead (random drop seed 7 sank 84 um with no event after such an impact)
-        for k, _ in impacts.lingering(self, sim, geo, d):
+        # an unhinged pair left touching (an edge on an edge after their impact, or a box parting
+        # at one corner while another swings down): its distance starts at or below 0, where no
+        # crossing of 0 can fire; watched from here past the slack instead
+        self._parting &= set(self._grace)
+        for k, parting in impacts.lingering(self, sim, geo, d, struck):
             self._grace[k] = min(float(d[k]), 0.0)
+            if parting:
+                self._parting.add(k)
         for k, h in self.hinges.items():
             h.depth0 = min(float(d[k]), 0.0)
             h.shown0 = h.shown_depth()
