@@ -3,14 +3,13 @@ impact they resolve (sticking contacts' tangential rows held while their impulse
 friction cone)."""
 from __future__ import annotations
 
-import coal
 import numpy as np
 
 from controlkit.friction import FrictionLaw
 
 from ..impact import ImpactError, resolve_impact
 from .bodies import _sides
-from .geometry import _unit
+from .geometry import Region, _unit
 from .hinge import ContactHinge, Mode
 from .rows import _point_rows_of
 
@@ -40,11 +39,9 @@ def lingering(src, sim, geo, d, struck: set[int]) -> list[tuple[int, bool]]:
     ks = [int(k) for k in geo if k not in src.hinges and k not in src._grace and d[k] <= 0.0]
     if not ks:
         return []
-    objs = src.geometry.objs
     out = []
     for c in src.world.contacts(sim.q, sim.v, which=ks):
-        ia, ib = src.world.pair_indices[c.index]
-        ball = isinstance(objs[ia].geometry, coal.Sphere) or isinstance(objs[ib].geometry, coal.Sphere)
+        ball = geo[c.index].region == Region.POINT  # (a ball's one point: on a box, the ground or a ball)
         parting = c.normal_velocity > src.rest_velocity
         if not parting or (c.index in struck and not ball):
             out.append((c.index, parting))
