@@ -36,10 +36,11 @@ browser:
 	    (apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null) || \
 	    echo "browser: could not install chromium; browser tests will skip"; }
 
-# ruff first (pyflakes, bugbear, import order; pyproject.toml's [tool.ruff]): a finding fails the target
+# ruff first (pyflakes, bugbear, import order; pyproject.toml's [tool.ruff]): a finding fails the target.
+# The suite runs on every core (pytest-xdist; worksteal evens out the few long tests).
 test: $(TSTAMP) browser
 	$(VENV)/bin/ruff check .
-	$(VPY) -m pytest
+	$(VPY) -m pytest -n auto --dist worksteal
 
 # the user guide and API reference, offline, into site/ (warnings are errors; the tests build it too)
 docs: $(DSTAMP)
