@@ -99,6 +99,9 @@ class ContactHinge(Constraint):
         self.mode = Mode.STICK if self.mu_s > 0 else Mode.FRICTIONLESS
         self.slide_dir = np.zeros(3)  # world, at slip onset
         self.slipped = False
+        # a slide begun from rest (static friction exceeded) whose slip has not yet run along
+        # slide_dir: its slide guard fires on a slip that runs the other way (ContactSource._slide_guard)
+        self.onset = False
         self.stick_keep = np.ones(3, dtype=bool)  # stick rows held (dependent ones are dropped)
         self.detached = False  # True while the support LCP applies its forces as external forces
         # held by a controller (inverse dynamics): every candidate point stays, and the solve keeps
@@ -506,13 +509,15 @@ class ContactHinge(Constraint):
 
     def stick(self) -> None:
         """Stick from here: stick rows anchored at the current support centroid."""
-        self.mode = Mode.STICK
+        self.mode, self.onset = Mode.STICK, False
         self.set_anchor()
         self.invalidate()
 
-    def slide(self, direction: np.ndarray) -> None:
-        """Slide from here along ``direction`` (world, unit): kinetic friction, the slide guard's direction."""
-        self.mode, self.slide_dir = Mode.SLIDE, direction
+    def slide(self, direction: np.ndarray, onset: bool = False) -> None:
+        """Slide from here along ``direction`` (world, unit): kinetic friction, the slide guard's
+        direction. ``onset``: it begins from rest (its static friction exceeded), so its slip is yet
+        to run along ``direction``."""
+        self.mode, self.slide_dir, self.onset = Mode.SLIDE, direction, onset
         self.invalidate()
 
     def follow(self, direction: np.ndarray) -> None:
