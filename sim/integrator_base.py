@@ -81,6 +81,7 @@ class PinocchioSystem:
         self.accel_fn = accel_fn
         self.nq, self.nv = model.nq, model.nv
         self.flat = _is_flat(model)
+        self.rate_blocks = None if self.flat or self.nv < RATE_BLOCKS_MIN_NV else _rate_blocks(model)
         self.borrows = False
         self.evaluations = 0
         self._arg1 = pin.ArgumentPosition.ARG1
@@ -117,12 +118,51 @@ class PinocchioSystem:
         return f"PinocchioSystem(nq={self.nq}, nv={self.nv}, flat={self.flat})"
 
 
+#: velocities from which :func:`_rate` solves dIntegrate's joint blocks rather than the whole matrix
+#: (measured per call: 18 velocities 16 vs 12 us, 30: 16 vs 15, 72: 51 vs 24, 120: 172 vs 39)
+RATE_BLOCKS_MIN_NV = 48
+
+
+def _rate_blocks(model: pin.Model) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The diagonal blocks of ``dIntegrate`` that are not the identity, grouped by size: per size s,
+    ``(rows, cols)`` index arrays of shape (k, s, s) and ``(k, s)`` velocity indices, k the joints.
+
+    Each joint's q (+) dq depends on its own coordinates alone, so ``dIntegrate`` is block-diagonal
+    by joint; Euclidean joints (revolute, prismatic, translation) give identity blocks, free-flyers
+    6 x 6 and spherical or planar joints 3 x 3 ones. Solving those blocks alone costs k small
+    solves instead of one nv x nv (a 20-ball cradle, nv = 120: ~0.1 ms per RK stage)."""
+    q = pin.neutral(model)
+    dq = np.linspace(0.3, 0.7, model.nv)
+    D = pin.dIntegrate(model, q, dq, pin.ArgumentPosition.ARG1)
+    starts: dict[int, list[int]] = {}
+    for j in model.joints[1:]:
+        i, n = j.idx_v, j.nv
+        if n and not np.allclose(D[i:i + n, i:i + n], np.eye(n), atol=1e-14):
+            starts.setdefault(n, []).append(i)
+    out = []
+    for n, ss in sorted(starts.items()):
+        s0 = np.array(ss)[:, None]
+        r = np.arange(n)
+        out.append(((s0[:, :, None] + r[None, :, None], s0[:, :, None] + r[None, None, :]), s0 + r[None, :]))
+    return out
+
+
 def _rate(system: System, q0: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """u' = dintegrate(q0, u)^{-1} v: the local-coordinate rate of q0 (+) u moving with velocity v."""
+    """u' = dintegrate(q0, u)^{-1} v: the local-coordinate rate of q0 (+) u moving with velocity v.
+
+    On a :class:`PinocchioSystem` of ``RATE_BLOCKS_MIN_NV`` velocities or more only the joints'
+    non-identity diagonal blocks are solved (:func:`_rate_blocks`); otherwise the whole matrix.
+    (The two agree to round-off: a few ulp.)"""
     D = system.dintegrate(q0, u)
     if D is None:
         return v
-    return np.linalg.solve(D, v)
+    blocks = getattr(system, "rate_blocks", None)
+    if blocks is None:
+        return np.linalg.solve(D, v)
+    w = v.copy()
+    for (rows, cols), iv in blocks:
+        w[iv] = np.linalg.solve(D[rows, cols], v[iv][..., None])[..., 0]
+    return w
 
 
 # ----------------------------------------------------------------------------- steps

@@ -129,6 +129,34 @@ def test_pinocchio_system_detects_flat_groups():
     np.testing.assert_allclose(D, fd, atol=1e-6)
 
 
+
+def _mixed_tree() -> pin.Model:
+    """A tree of 60 velocities: free-flyers, spherical, planar and unbounded-revolute joints, each
+    with a revolute child (every kind of dIntegrate block, and identity ones between them)."""
+    model = pin.Model()
+    inertia = pin.Inertia.FromBox(1.0, 0.1, 0.2, 0.3)
+    kinds = [pin.JointModelFreeFlyer, pin.JointModelSpherical, pin.JointModelPlanar, pin.JointModelRUBX] * 3
+    for i, kind in enumerate(kinds):
+        j = model.addJoint(0, kind(), pin.SE3.Identity(), f"root_{i}")
+        model.appendBodyToJoint(j, inertia, pin.SE3.Identity())
+        c = model.addJoint(j, pin.JointModelRY(), pin.SE3(np.eye(3), np.array([0.0, 0.0, 0.2])), f"child_{i}")
+        model.appendBodyToJoint(c, inertia, pin.SE3.Identity())
+    return model
+
+
+def test_rate_from_the_joint_blocks_agrees_with_the_whole_matrix():
+    from sim.integrator_base import RATE_BLOCKS_MIN_NV, _rate
+    model = _mixed_tree()
+    system = PinocchioSystem(model, lambda t, q, v: np.zeros(model.nv))
+    assert model.nv >= RATE_BLOCKS_MIN_NV and system.rate_blocks  # the block path is taken
+    assert sorted(len(iv[0]) for _, iv in system.rate_blocks) == [3, 6]  # RUBX and RY give identity blocks
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        q0 = pin.integrate(model, pin.neutral(model), rng.normal(size=model.nv))
+        u, v = 0.3 * rng.normal(size=model.nv), rng.normal(size=model.nv)
+        whole = np.linalg.solve(system.dintegrate(q0, u), v)
+        np.testing.assert_allclose(_rate(system, q0, u, v), whole, rtol=1e-13, atol=1e-13)
+
 # ------------------------------------------------------------------- orders (flat)
 @pytest.mark.parametrize("name, low, high", [
     ("euler", 1.9, 2.1),
