@@ -46,15 +46,20 @@ class System(Protocol):
 _F64 = np.dtype(float)
 
 
+def _probe(model: pin.Model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A probe of the configuration group: neutral q, a step dq (nv,) and dIntegrate(q, dq) (nv, nv)."""
+    q = pin.neutral(model)
+    dq = np.linspace(0.3, 0.7, model.nv)
+    return q, dq, pin.dIntegrate(model, q, dq, pin.ArgumentPosition.ARG1)
+
+
 def _is_flat(model: pin.Model) -> bool:
     """True when every joint integrates as a vector space (nq == nv and dIntegrate == identity)."""
     if model.nq != model.nv:
         return False
     if model.nv == 0:
         return True
-    q = pin.neutral(model)
-    dq = np.linspace(0.3, 0.7, model.nv)
-    D = pin.dIntegrate(model, q, dq, pin.ArgumentPosition.ARG1)
+    q, dq, D = _probe(model)
     return bool(np.allclose(D, np.eye(model.nv), atol=1e-14) and np.allclose(pin.integrate(model, q, dq), q + dq))
 
 
@@ -131,9 +136,7 @@ def _rate_blocks(model: pin.Model) -> list[tuple[np.ndarray, np.ndarray]]:
     by joint; Euclidean joints (revolute, prismatic, translation) give identity blocks, free-flyers
     6 x 6 and spherical or planar joints 3 x 3 ones. Solving those blocks alone costs k small
     solves instead of one nv x nv (a 20-ball cradle, nv = 120: ~0.1 ms per RK stage)."""
-    q = pin.neutral(model)
-    dq = np.linspace(0.3, 0.7, model.nv)
-    D = pin.dIntegrate(model, q, dq, pin.ArgumentPosition.ARG1)
+    D = _probe(model)[2]
     starts: dict[int, list[int]] = {}
     for j in model.joints[1:]:
         i, n = j.idx_v, j.nv

@@ -129,7 +129,6 @@ def test_pinocchio_system_detects_flat_groups():
     np.testing.assert_allclose(D, fd, atol=1e-6)
 
 
-
 def _mixed_tree() -> pin.Model:
     """A tree of 60 velocities: free-flyers, spherical, planar and unbounded-revolute joints, each
     with a revolute child (every kind of dIntegrate block, and identity ones between them)."""
@@ -156,6 +155,7 @@ def test_rate_from_the_joint_blocks_agrees_with_the_whole_matrix():
         u, v = 0.3 * rng.normal(size=model.nv), rng.normal(size=model.nv)
         whole = np.linalg.solve(system.dintegrate(q0, u), v)
         np.testing.assert_allclose(_rate(system, q0, u, v), whole, rtol=1e-13, atol=1e-13)
+
 
 # ------------------------------------------------------------------- orders (flat)
 @pytest.mark.parametrize("name, low, high", [

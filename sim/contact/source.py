@@ -232,7 +232,12 @@ class ContactSource(EventSource):
         times ``stick_velocity`` (:meth:`after_step`), the guard is offset by that speed: a slip
         the other way fires there, and the update turns the slide to follow it (:meth:`_friction_pass`)."""
         s = h.tangential_velocity().dot(h.slide_dir)
-        return s + ONSET_SPEED_RATIO * self.stick_velocity if h.onset else s
+        return s + self._onset_speed if h.onset else s
+
+    @property
+    def _onset_speed(self) -> float:
+        """m/s: the slip along (or against) ``slide_dir`` that ends a slide's onset (see :meth:`_slide_guard`)."""
+        return ONSET_SPEED_RATIO * self.stick_velocity
 
     def _geometry_guards(self, h: ContactHinge) -> list[np.ndarray]:
         """Spare vertices touching down (inside the other's face) and support points leaving a face
@@ -323,7 +328,7 @@ class ContactSource(EventSource):
             if h.onset:
                 if not sim.mech.state_is(sim.q, sim.v):
                     sim.mech.set_state(sim.q, sim.v, check=False)
-                if h.tangential_velocity().dot(h.slide_dir) > ONSET_SPEED_RATIO * self.stick_velocity:
+                if h.tangential_velocity().dot(h.slide_dir) > self._onset_speed:
                     h.onset = False
 
     def follow_crossings(self, sim) -> None:
@@ -525,7 +530,7 @@ class ContactSource(EventSource):
             elif h.mode == Mode.SLIDE and h.slipped:
                 pass
             elif h.mode == Mode.SLIDE and h.onset and \
-                    (vt := h.tangential_velocity()) @ h.slide_dir < -0.5 * ONSET_SPEED_RATIO * self.stick_velocity:
+                    (vt := h.tangential_velocity()) @ h.slide_dir < -0.5 * self._onset_speed:
                 # the slip begun at an onset ran against its direction (_slide_guard): friction
                 # opposes the slip from here
                 h.follow(_unit(vt))
