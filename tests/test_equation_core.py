@@ -37,6 +37,7 @@ def random_state(mech, seed):
     lo = np.where(np.isfinite(m.lowerPositionLimit), m.lowerPositionLimit, -1.0)
     hi = np.where(np.isfinite(m.upperPositionLimit), m.upperPositionLimit, 1.0)
     lo, hi = np.maximum(lo, -3.0), np.minimum(hi, 3.0)
+    pin.seed(seed)  # Pinocchio's generator is process-wide: the same state in any test order
     q = pin.randomConfiguration(m, lo, hi)
     return q, rng.standard_normal(mech.nv)
 
