@@ -7,14 +7,26 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from contact_cases import cradle_case, drop_case, mechanical_energy, run_cradle_order, run_drop, world_momentum
+from contact_cases import cradle_case, mechanical_energy, run_cradle_order, world_momentum
 
 from sim.collision import CollisionWorld
 
 
+def _drop_in_a_fresh_interpreter(seed: int, seconds: float) -> dict:
+    """run_drop(drop_case(seed), seconds) in its own Python process. A drop is chaotic in coal's
+    answers, which depend on what coal computed earlier in the process: in the suite's process
+    (whichever tests a worker ran before) the same seed can take another trajectory."""
+    code = ("import json, sys; sys.path[:0] = [sys.argv[1]]; from contact_cases import drop_case, run_drop; "
+            f"out = run_drop(drop_case({int(seed)}), seconds={float(seconds)!r}); print(json.dumps(out))")
+    run = subprocess.run([sys.executable, "-c", code, str(Path(__file__).parent)], capture_output=True, text=True,
+                         timeout=600, cwd=Path(__file__).parents[1])
+    assert run.returncode == 0, run.stderr[-2000:]
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
 @pytest.mark.parametrize("seed, seconds", [(1, 0.6), (2, 0.6), (3, 0.6), (7, 0.6), (8, 0.6), (10, 1.2), (20, 0.6)])
 def test_random_drops_never_gain_energy_between_impacts_nor_sink(seed, seconds):
-    out = run_drop(drop_case(seed), seconds=seconds)
+    out = _drop_in_a_fresh_interpreter(seed, seconds)
     # completes, or stops with the project's own error saying why (never another exception type)
     assert out["error"] is None or out["error_is_controlkit"], out["error"]
     assert out["deepest"] >= -1e-4, out  # m
@@ -22,17 +34,10 @@ def test_random_drops_never_gain_energy_between_impacts_nor_sink(seed, seconds):
 
 
 def test_a_slip_that_runs_against_its_onset_direction_meets_friction_against_it():
-    """Random drop 22 over 1.6 s, in a fresh interpreter: a box begins to slide on an edge, lies on a
-    face, and its slip develops against the direction taken from the edge's static friction.
-    Kinetic friction kept that direction and drove the box across the ground (+2.1 % of the scene's
-    energy). (Its own process: the drop is chaotic in coal's answers, which depend on what coal
-    computed earlier in the process; after the suite's other scenes it took minutes.)"""
-    code = ("import json, sys; sys.path[:0] = [sys.argv[1]]; from contact_cases import drop_case, run_drop; "
-            "out = run_drop(drop_case(22), seconds=1.6); print(json.dumps(out))")
-    run = subprocess.run([sys.executable, "-c", code, str(Path(__file__).parent)], capture_output=True, text=True,
-                         timeout=600, cwd=Path(__file__).parents[1])
-    assert run.returncode == 0, run.stderr[-2000:]
-    out = json.loads(run.stdout.strip().splitlines()[-1])
+    """Random drop 22 over 1.6 s: a box begins to slide on an edge, lies on a face, and its slip
+    develops against the direction taken from the edge's static friction. Kinetic friction kept that
+    direction and drove the box across the ground (+2.1 % of the scene's energy)."""
+    out = _drop_in_a_fresh_interpreter(22, 1.6)
     assert out["error"] is None, out
     assert out["energy_rise"] <= 1e-9, out  # relative to the energy at the previous impact
     assert out["deepest"] >= -1e-4, out  # m
