@@ -1,6 +1,8 @@
 """Continuous contact and Coulomb friction (sim/contact/): the thesis' section 5.3-5.4 scenes."""
+import fcntl
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -366,16 +368,30 @@ print(json.dumps(dict(t=sim.t, z=[float(sim.q[7 * i + 2]) for i in range(3)], vm
 """
 
 
-@pytest.fixture(scope="module")
-def brick_stack():
-    """The toppled brick stack of Fig. 5.7 over 1.6 s, run in a fresh interpreter (a dict of what the
-    tests read): the scene is chaotic in coal's answers, which depend on what coal computed earlier in
-    the process, so in the suite's process its outcome would hang on the tests run before it."""
+def _brick_stack_run() -> dict:
     root = Path(__file__).parents[1]
     run = subprocess.run([sys.executable, "-c", _BRICK_STACK, str(root)], capture_output=True, text=True,
                          timeout=900, cwd=root)
     assert run.returncode == 0, run.stderr[-2000:]
     return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def brick_stack(tmp_path_factory):
+    """The toppled brick stack of Fig. 5.7 over 1.6 s, run in a fresh interpreter (a dict of what the
+    tests read): the scene is chaotic in coal's answers, which depend on what coal computed earlier in
+    the process, so in the suite's process its outcome would hang on the tests run before it. Under
+    pytest-xdist the workers share one run (35-60 s) through this session's temporary directory."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker is None:
+        return _brick_stack_run()
+    shared = tmp_path_factory.getbasetemp().parent  # (this session's, common to its workers)
+    out = shared / "brick_stack.json"
+    with open(shared / "brick_stack.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # (the first worker runs it; the others wait and read)
+        if not out.exists():
+            out.write_text(json.dumps(_brick_stack_run()))
+        return json.loads(out.read_text())
 
 
 def test_brick_stack_topples_and_comes_to_rest_with_its_support_sets_from_the_qp(brick_stack):
