@@ -3,6 +3,10 @@ runs in bench/contact_properties.py: seeded generators, one run, and the measure
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
@@ -12,6 +16,20 @@ from robots import scenes
 from sim.collision import CollisionWorld
 from sim.contact import enable_contacts
 from sim.simulator import Simulator
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def in_fresh_interpreter(code: str, timeout: float = 600.0) -> str:
+    """Run the Python ``code`` in a new interpreter (in the repository, with it and tests/ importable)
+    and return the last line of what it prints; fails the test with its stderr if it fails. For the
+    chaotic contact scenes: coal's answers depend on what coal computed earlier in the process, so in
+    the suite's process (whichever tests a worker ran before) a scene can take another trajectory."""
+    path = os.pathsep.join([str(ROOT), str(ROOT / "tests")] + [x for x in [os.environ.get("PYTHONPATH")] if x])
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+                         env={**os.environ, "PYTHONPATH": path})
+    assert run.returncode == 0, run.stderr[-2000:]
+    return run.stdout.strip().splitlines()[-1]
 
 
 def mechanical_energy(mech, q: np.ndarray, v: np.ndarray) -> float:

@@ -3,13 +3,11 @@ import fcntl
 import json
 import math
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
 import pytest
+from contact_cases import in_fresh_interpreter
 
 from controlkit.errors import ControlkitError
 from robots import scenes
@@ -351,9 +349,8 @@ def test_pendulum_block_on_a_slippery_ground_slides_off_it_and_its_hinge_is_remo
 
 
 _BRICK_STACK = """
-import json, sys
+import json
 import numpy as np
-sys.path.insert(0, sys.argv[1])
 from robots import scenes
 from sim.contact import enable_contacts
 from sim.simulator import Simulator
@@ -369,11 +366,7 @@ print(json.dumps(dict(t=sim.t, z=[float(sim.q[7 * i + 2]) for i in range(3)], vm
 
 
 def _brick_stack_run() -> dict:
-    root = Path(__file__).parents[1]
-    run = subprocess.run([sys.executable, "-c", _BRICK_STACK, str(root)], capture_output=True, text=True,
-                         timeout=900, cwd=root)
-    assert run.returncode == 0, run.stderr[-2000:]
-    return json.loads(run.stdout.strip().splitlines()[-1])
+    return json.loads(in_fresh_interpreter(_BRICK_STACK, timeout=900))
 
 
 @pytest.fixture(scope="module")

@@ -1,27 +1,19 @@
 """Seeded property tests of contact and impact on random scenes (issue 25); bench/contact_properties.py
 runs many more seeds of the same generators."""
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
-from contact_cases import cradle_case, mechanical_energy, run_cradle_order, world_momentum
+from contact_cases import cradle_case, in_fresh_interpreter, mechanical_energy, run_cradle_order, world_momentum
 
 from sim.collision import CollisionWorld
 
 
 def _drop_in_a_fresh_interpreter(seed: int, seconds: float) -> dict:
-    """run_drop(drop_case(seed), seconds) in its own Python process. A drop is chaotic in coal's
-    answers, which depend on what coal computed earlier in the process: in the suite's process
-    (whichever tests a worker ran before) the same seed can take another trajectory."""
-    code = ("import json, sys; sys.path[:0] = [sys.argv[1]]; from contact_cases import drop_case, run_drop; "
-            f"out = run_drop(drop_case({int(seed)}), seconds={float(seconds)!r}); print(json.dumps(out))")
-    run = subprocess.run([sys.executable, "-c", code, str(Path(__file__).parent)], capture_output=True, text=True,
-                         timeout=600, cwd=Path(__file__).parents[1])
-    assert run.returncode == 0, run.stderr[-2000:]
-    return json.loads(run.stdout.strip().splitlines()[-1])
+    """run_drop(drop_case(seed), seconds) in its own interpreter (:func:`in_fresh_interpreter`)."""
+    return json.loads(in_fresh_interpreter(
+        "import json; from contact_cases import drop_case, run_drop; "
+        f"print(json.dumps(run_drop(drop_case({int(seed)}), seconds={float(seconds)!r})))"))
 
 
 @pytest.mark.parametrize("seed, seconds", [(1, 0.6), (2, 0.6), (3, 0.6), (7, 0.6), (8, 0.6), (10, 1.2), (20, 0.6)])

@@ -10,22 +10,16 @@ fresh interpreter, so the process's history is the test's to set.
 """
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pinocchio as pin
+from contact_cases import in_fresh_interpreter
 
 from robots import scenes
 from sim.collision import CollisionWorld, box_separations
 
-ROOT = Path(__file__).resolve().parents[1]
-
 _RUN = """
-import hashlib, sys
+import hashlib
 import numpy as np
-sys.path.insert(0, {root!r})
 if {prior}:
     # another scene's query first: a tilted box's contact patch on a half-space
     import coal, pinocchio as pin
@@ -48,10 +42,8 @@ print(h.hexdigest(), len(rec.events), repr(float(src.world.distances(b.q0)[0])))
 
 
 def _brick_stack_run(prior: bool, seconds: float, reproducible: bool = True) -> str:
-    code = _RUN.format(root=str(ROOT), prior=prior, seconds=seconds, reproducible=reproducible)
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=ROOT)
-    assert p.returncode == 0, p.stderr
-    return p.stdout.strip()
+    code = _RUN.format(prior=prior, seconds=seconds, reproducible=reproducible)
+    return in_fresh_interpreter(code)
 
 
 def test_brick_stack_gives_the_same_motion_and_events_after_another_scene_in_the_process():

@@ -9,19 +9,14 @@ nearly parallel line contacts do (theta ~ 5e-5 through its mass matrix).
 """
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+from contact_cases import in_fresh_interpreter
 
 from controlkit.consistency import NEAR_DEPENDENT
 from controlkit.errors import InconsistentEquationsError
 from controlkit.problem import Layout, Problem, Rows
 from controlkit.solver import require_consistent, solve
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _point_mass(J: np.ndarray, b: np.ndarray, Jf: np.ndarray | None = None) -> Problem:
@@ -83,9 +78,7 @@ def test_a_contact_matrix_made_singular_by_the_forces_side_raises():
 
 
 _STACK = """
-import sys
 import numpy as np
-sys.path.insert(0, {root!r})
 from robots import scenes
 from sim.contact import enable_contacts
 from sim.simulator import Simulator
@@ -105,9 +98,7 @@ def test_brick_stack_runs_through_a_tiny_start_offset():
     contacts whose reduced rows lose rank at 0.916 s. The run goes on (the instant is an event and the
     supports are chosen again), no pair more than 0.1 mm inside another. A fresh interpreter: with the
     default geometry, coal's answers depend on the queries run before in the process."""
-    code = _STACK.format(root=str(ROOT), offset=1e-12, seconds=0.95)
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=ROOT)
-    assert p.returncode == 0, p.stderr[-2000:]
-    t_end, events, deepest = (float(x) for x in p.stdout.split())
+    code = _STACK.format(offset=1e-12, seconds=0.95)
+    t_end, events, deepest = (float(x) for x in in_fresh_interpreter(code).split())
     assert t_end == pytest.approx(0.95)
     assert events > 0 and deepest >= -1e-4
