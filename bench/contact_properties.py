@@ -1,7 +1,23 @@
-"""The contact property tests (tests/test_contact_properties.py) over many more seeds: random drops
-of 2-8 boxes and balls (energy never above its value at the previous impact, deepest penetration,
-errors) and random cradles (momentum, elastic energy, order independence). Prints a table and
-writes bench/results/contact_properties.json. ``--drops N --cradles N --seconds S``.
+"""The contact property tests over many more cases than the suite runs: the distributions a contact
+change is judged on.
+
+- Random drops of 2-8 boxes and balls (tests/test_contact_properties.py's cases): energy never above
+  its value at the previous impact (1e-9 relative), deepest penetration (0.1 mm), errors.
+- The toppled brick stack of thesis Fig. 5.7 (tests/test_contact.py's scene) with its first
+  coordinate moved by 0 and ``--brick-offsets - 1`` offsets from 1e-12 to 1e-9 m: the scene is chaotic
+  at the event level, so one run is one sample. Per run the suite's criteria: fewer than 20 events
+  per simulated second after 1.2 s, no pair deeper than 0.1 mm, the bottom brick flat, the others
+  down, every speed below 0.05 m/s or rad/s at the end.
+- Random cradles (momentum, elastic energy, order independence).
+
+Every drop and brick run is a fresh interpreter (coal's answers depend on what coal computed earlier
+in the process, as in the suite), ``--jobs`` at a time. ``--root PATH`` runs another checkout's code
+(a git worktree of an experiment) with this script's cases and criteria, so two versions are compared
+on the same cases. Prints tables and the counts within the criteria; writes
+bench/results/contact_properties.json.
+
+Run: ``.venv/bin/python bench/contact_properties.py [--drops 32] [--seconds 2] [--brick-offsets 7]
+[--brick-seconds 1.6] [--cradles 20] [--jobs 2] [--root PATH]``.
 """
 from __future__ import annotations
 
@@ -11,32 +27,87 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")  # one BLAS thread, as controlkit sets (before numpy loads)
 
 import argparse  # noqa: E402
+import json  # noqa: E402
+import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
+from concurrent.futures import ThreadPoolExecutor  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
 
-from contact_cases import (  # noqa: E402
-    cradle_case,
-    drop_case,
-    mechanical_energy,
-    run_cradle_order,
-    run_drop,
-    world_momentum,
-)
+#: the suite's criteria for one brick stack run (tests/test_contact.py)
+BRICK_LATE_AFTER = 1.2  # s: "at rest" from here
+BRICK_LATE_RATE = 20.0  # events per simulated second after BRICK_LATE_AFTER
+DEEPEST = -1e-4  # m
+ENERGY_RISE = 1e-9  # relative to the scene's energy scale
 
-from bench.common import table, write_json  # noqa: E402
-from sim.collision import CollisionWorld  # noqa: E402
+
+def _one_drop(seed: int, seconds: float) -> dict:
+    """One random drop (in this interpreter; the caller made it a fresh one)."""
+    from contact_cases import drop_case, run_drop
+    out = run_drop(drop_case(seed), seconds=seconds)
+    out["ok"] = bool(out["deepest"] >= DEEPEST and out["energy_rise"] <= ENERGY_RISE
+                     and (out["error"] is None or out["error_is_controlkit"]))
+    return out
+
+
+def _one_brick(offset: float, seconds: float) -> dict:
+    """The brick stack with its first coordinate moved by ``offset`` (m), run for ``seconds``."""
+    from robots import scenes
+    from sim.collision import CollisionWorld
+    from sim.contact import enable_contacts
+    from sim.simulator import Simulator
+    b = scenes.brick_stack()
+    q0 = np.array(b.q0, dtype=float)
+    q0[0] += offset
+    sim = Simulator(b.mechanism, q0, b.v0, dt=1e-3, integrator="rk4")
+    error = None
+    try:
+        enable_contacts(sim, friction=(0.6, 0.5))
+        sim.run(seconds)
+    except Exception as exc:  # (a run that stops is a sample too: named, not raised)
+        error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+    rec = sim.recording
+    world = CollisionWorld(sim.mech)
+    deepest = min((float(world.distances(q).min()) for q in rec.q), default=0.0)
+    late = sum(1 for e in rec.events if e.time > BRICK_LATE_AFTER)
+    rate = late / (sim.t - BRICK_LATE_AFTER) if sim.t > BRICK_LATE_AFTER else float("nan")
+    z = [float(sim.q[7 * i + 2]) for i in range(3)]
+    vmax = float(np.abs(sim.v).max())
+    ok = bool(error is None and deepest >= DEEPEST and rate < BRICK_LATE_RATE and abs(z[0] - 0.03) <= 1e-4
+              and z[1] < 0.085 and z[2] < 0.10 and vmax < 0.05)
+    return dict(offset=offset, sim_time=sim.t, events=len(rec.events), late_per_s=rate, deepest=deepest,
+                z1=z[1], z2=z[2], vmax=vmax, error=error, ok=ok)
+
+
+def _in_fresh_interpreter(root: Path, kind: str, value: float, seconds: float, timeout: float) -> dict:
+    """One case in a new interpreter running ``root``'s code; a crash or timeout is a failed sample."""
+    path = os.pathsep.join([str(root), str(root / "tests")])
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--one", kind, repr(value), "--seconds", repr(seconds)]
+    t0 = time.perf_counter()
+    try:
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=root,
+                             env={**os.environ, "PYTHONPATH": path})
+        if run.returncode == 0:
+            out = json.loads(run.stdout.strip().splitlines()[-1])
+        else:
+            out = dict(error=f"exit {run.returncode}: {run.stderr.strip().splitlines()[-1][:160] if run.stderr.strip() else ''}", ok=False)
+    except subprocess.TimeoutExpired:
+        out = dict(error=f"timeout after {timeout:.0f} s wall", ok=False)
+    out.setdefault("seed" if kind == "drop" else "offset", value)
+    out["wall s"] = time.perf_counter() - t0
+    return out
 
 
 def run_cradle(case: dict) -> dict:
     """Both body orders of a :func:`cradle_case`: worst momentum and energy errors, overlap, and the
     largest difference of any ball's final velocity between the two orders (m/s)."""
+    from contact_cases import mechanical_energy, run_cradle_order, world_momentum
+
+    from sim.collision import CollisionWorld
     finals, p_err, e_err, deepest = [], 0.0, 0.0, 0.0
     for reverse in (False, True):
         mech, sim, rec, p0, e0 = run_cradle_order(case, reverse)
@@ -52,25 +123,56 @@ def run_cradle(case: dict) -> dict:
                 energy_error=e_err, deepest=deepest, order_difference=order)
 
 
+def brick_offsets(k: int) -> list[float]:
+    """0 and ``k - 1`` offsets (m) log-spaced from 1e-12 to 1e-9."""
+    if k < 1:
+        return []
+    return [0.0] + [float(x) for x in np.geomspace(1e-12, 1e-9, k - 1)] if k > 1 else [0.0]
+
+
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--drops", type=int, default=20, help="number of drop seeds (1..N)")
-    ap.add_argument("--cradles", type=int, default=20, help="number of cradle seeds (101..)")
-    ap.add_argument("--seconds", type=float, default=2.0, help="simulated seconds per drop")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--drops", type=int, default=32, help="number of drop seeds (1..N); default 32")
+    ap.add_argument("--seconds", type=float, default=2.0, help="simulated seconds per drop; default 2")
+    ap.add_argument("--brick-offsets", type=int, default=7, help="brick stack runs (0 and log-spaced offsets); default 7")
+    ap.add_argument("--brick-seconds", type=float, default=1.6, help="simulated seconds per brick stack run; default 1.6")
+    ap.add_argument("--cradles", type=int, default=20, help="number of cradle seeds (101..); default 20")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="interpreters at a time; default the CPUs")
+    ap.add_argument("--timeout", type=float, default=1800.0, help="wall seconds per run before it counts as failed")
+    ap.add_argument("--root", type=Path, default=ROOT, help="the checkout whose code runs the cases (default this one)")
+    ap.add_argument("--one", nargs=2, metavar=("KIND", "VALUE"), help=argparse.SUPPRESS)  # (a child's one case)
     args = ap.parse_args(argv)
-    drops = []
-    for seed in range(1, args.drops + 1):
-        t0 = time.perf_counter()
-        out = run_drop(drop_case(seed), seconds=args.seconds)
-        out["wall s"] = time.perf_counter() - t0
-        out["ok"] = bool(out["deepest"] >= -1e-4 and out["energy_rise"] <= 1e-9 and (out["error"] is None or out["error_is_controlkit"]))
-        drops.append(out)
-        print(f"  drop {seed}: {'ok' if out['ok'] else 'FAILS'}", flush=True)
+    if args.one:  # a child: its PYTHONPATH names the code under test
+        kind, value = args.one
+        out = _one_drop(int(float(value)), args.seconds) if kind == "drop" else _one_brick(float(value), args.seconds)
+        print(json.dumps(out))
+        return 0
+    root = args.root.resolve()
+    if not (root / "sim" / "contact").is_dir() or not (root / "tests" / "contact_cases.py").is_file():
+        ap.error(f"--root {root}: not a controlkit checkout (no sim/contact or tests/contact_cases.py)")
+    if args.jobs < 1 or args.drops < 0 or args.brick_offsets < 0 or args.cradles < 0:
+        ap.error("--jobs must be >= 1 and the counts >= 0")
+    jobs = [("drop", s, args.seconds) for s in range(1, args.drops + 1)]
+    jobs += [("brick", o, args.brick_seconds) for o in brick_offsets(args.brick_offsets)]
+    with ThreadPoolExecutor(args.jobs) as pool:
+        results = list(pool.map(lambda j: _in_fresh_interpreter(root, *j, args.timeout), jobs))
+    drops = [r for j, r in zip(jobs, results) if j[0] == "drop"]
+    bricks = [r for j, r in zip(jobs, results) if j[0] == "brick"]
+    sys.path.insert(0, str(ROOT))
+    from bench.common import table, write_json  # (this checkout's: results go to its bench/results)
+    sys.path[:0] = [str(root), str(root / "tests")]  # (the cradles run the code under test in this process)
+    from contact_cases import cradle_case
     cradles = [run_cradle(cradle_case(100 + s)) for s in range(1, args.cradles + 1)]
+    print(f"code under test: {root}")
     print(table(drops, ["seed", "bodies", "deepest", "energy_rise", "events", "sim_time", "wall s", "ok", "error"]))
-    print(table(cradles, ["seed", "balls", "e", "momentum_error", "energy_error", "deepest", "order_difference"]))
-    print(f"drops within the properties: {sum(d['ok'] for d in drops)} / {len(drops)}")
-    print(f"wrote {write_json('contact_properties', {'drops': drops, 'cradles': cradles})}")
+    print(table(bricks, ["offset", "sim_time", "events", "late_per_s", "deepest", "z1", "z2", "vmax", "wall s", "ok", "error"]))
+    if cradles:
+        print(table(cradles, ["seed", "balls", "e", "momentum_error", "energy_error", "deepest", "order_difference"]))
+    print(f"drops within the properties: {sum(d['ok'] for d in drops)} / {len(drops)} "
+          f"(energy rise <= {ENERGY_RISE:g}, deepest >= {DEEPEST * 1e3:g} mm, only controlkit's errors; {args.seconds:g} s each)")
+    print(f"brick stack runs within the suite's criteria: {sum(b['ok'] for b in bricks)} / {len(bricks)} "
+          f"(< {BRICK_LATE_RATE:g} events/s after {BRICK_LATE_AFTER:g} s, deepest >= {DEEPEST * 1e3:g} mm, bricks down)")
+    print(f"wrote {write_json('contact_properties', {'root': str(root), 'drops': drops, 'bricks': bricks, 'cradles': cradles})}")
     return 0
 
 
