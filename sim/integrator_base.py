@@ -14,7 +14,7 @@ from typing import Callable, Protocol, runtime_checkable
 import numpy as np
 import pinocchio as pin
 
-from controlkit.errors import ControlkitError
+from controlkit.errors import ControlkitError, SimulationError
 
 
 class IntegratorError(ControlkitError, ValueError):
@@ -160,12 +160,20 @@ def _rate(system: System, q0: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.nd
     if D is None:
         return v
     blocks = getattr(system, "rate_blocks", None)
-    if blocks is None:
-        return np.linalg.solve(D, v)
-    w = v.copy()
-    for (rows, cols), iv in blocks:
-        w[iv] = np.linalg.solve(D[rows, cols], v[iv][..., None])[..., 0]
-    return w
+    try:
+        if blocks is None:
+            return np.linalg.solve(D, v)
+        w = v.copy()
+        for (rows, cols), iv in blocks:
+            w[iv] = np.linalg.solve(D[rows, cols], v[iv][..., None])[..., 0]
+        return w
+    except np.linalg.LinAlgError:
+        # (a rotation of a multiple of 2 pi within one stage: velocities blown up, ~1e35 rad per
+        # stage in a run whose contact rows had lost their conditioning)
+        raise SimulationError(
+            f"the configuration's local-coordinate rate is singular at a stage increment of largest "
+            f"entry {float(np.abs(u).max()):.3g} (m or rad), velocities up to {float(np.abs(v).max()):.3g} "
+            "(m/s or rad/s): the state blew up, or the step is too long for its rotations") from None
 
 
 # ----------------------------------------------------------------------------- steps

@@ -157,6 +157,26 @@ def test_rate_from_the_joint_blocks_agrees_with_the_whole_matrix():
         np.testing.assert_allclose(_rate(system, q0, u, v), whole, rtol=1e-13, atol=1e-13)
 
 
+class _SingularChart(PinocchioSystem):
+    """A free-flyer whose chart's differential is singular at every increment (as a blown-up state's
+    RK4 stage met it: a rotation of a multiple of 2 pi within the stage)."""
+
+    def dintegrate(self, q, dq):
+        return np.zeros((self.nv, self.nv))
+
+
+def test_a_singular_rate_raises_a_simulation_error_naming_the_blow_up():
+    from controlkit.errors import SimulationError
+    from sim.integrator_base import _rate
+    model = pin.Model()
+    model.appendBodyToJoint(model.addJoint(0, pin.JointModelFreeFlyer(), pin.SE3.Identity(), "root"),
+                            pin.Inertia.FromBox(1.0, 0.1, 0.2, 0.3), pin.SE3.Identity())
+    system = _SingularChart(model, lambda t, q, v: np.zeros(6))
+    u, v = np.full(6, 4e26), np.full(6, 1e40)
+    with pytest.raises(SimulationError, match=r"singular at a stage increment of largest entry 4e\+26.*1e\+40"):
+        _rate(system, pin.neutral(model), u, v)
+
+
 # ------------------------------------------------------------------- orders (flat)
 @pytest.mark.parametrize("name, low, high", [
     ("euler", 1.9, 2.1),
