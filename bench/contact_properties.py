@@ -83,20 +83,20 @@ def _one_brick(offset: float, seconds: float) -> dict:
                 z1=z[1], z2=z[2], vmax=vmax, error=error, ok=ok)
 
 
-def _in_fresh_interpreter(root: Path, kind: str, value: float, seconds: float, timeout: float) -> dict:
-    """One case in a new interpreter running ``root``'s code; a crash or timeout is a failed sample."""
-    path = os.pathsep.join([str(root), str(root / "tests")])
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--one", kind, repr(value), "--seconds", repr(seconds)]
+def _fresh(kind: str, value: float, seconds: float, timeout: float) -> dict:
+    """One case in a new interpreter (:func:`contact_cases.in_fresh_interpreter`: the code under test's
+    own, on the path since :func:`main`); a crash or timeout is a failed sample."""
+    from contact_cases import in_fresh_interpreter
+    code = (f"import json, sys; sys.path.append({str(ROOT / 'bench')!r}); import contact_properties as c; "
+            f"print(json.dumps(c._one_{kind}({value!r}, {seconds!r})))")
     t0 = time.perf_counter()
     try:
-        run = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=root,
-                             env={**os.environ, "PYTHONPATH": path})
-        if run.returncode == 0:
-            out = json.loads(run.stdout.strip().splitlines()[-1])
-        else:
-            out = dict(error=f"exit {run.returncode}: {run.stderr.strip().splitlines()[-1][:160] if run.stderr.strip() else ''}", ok=False)
+        out = json.loads(in_fresh_interpreter(code, timeout=timeout))
+    except AssertionError as exc:  # (its report of a failed run: the stderr's tail)
+        lines = str(exc).strip().splitlines()
+        out = dict(error=f"failed: {lines[-1][:160] if lines else ''}", ok=False)
     except subprocess.TimeoutExpired:
-        out = dict(error=f"timeout after {timeout:.0f} s wall", ok=False)
+        out = dict(error=f"timeout after {timeout:g} s wall", ok=False)
     out.setdefault("seed" if kind == "drop" else "offset", value)
     out["wall s"] = time.perf_counter() - t0
     return out
@@ -127,7 +127,7 @@ def brick_offsets(k: int) -> list[float]:
     """0 and ``k - 1`` offsets (m) log-spaced from 1e-12 to 1e-9."""
     if k < 1:
         return []
-    return [0.0] + [float(x) for x in np.geomspace(1e-12, 1e-9, k - 1)] if k > 1 else [0.0]
+    return [0.0] + [float(x) for x in np.geomspace(1e-12, 1e-9, k - 1)]
 
 
 def main(argv=None) -> int:
@@ -140,28 +140,24 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="interpreters at a time; default the CPUs")
     ap.add_argument("--timeout", type=float, default=1800.0, help="wall seconds per run before it counts as failed")
     ap.add_argument("--root", type=Path, default=ROOT, help="the checkout whose code runs the cases (default this one)")
-    ap.add_argument("--one", nargs=2, metavar=("KIND", "VALUE"), help=argparse.SUPPRESS)  # (a child's one case)
     args = ap.parse_args(argv)
-    if args.one:  # a child: its PYTHONPATH names the code under test
-        kind, value = args.one
-        out = _one_drop(int(float(value)), args.seconds) if kind == "drop" else _one_brick(float(value), args.seconds)
-        print(json.dumps(out))
-        return 0
     root = args.root.resolve()
     if not (root / "sim" / "contact").is_dir() or not (root / "tests" / "contact_cases.py").is_file():
         ap.error(f"--root {root}: not a controlkit checkout (no sim/contact or tests/contact_cases.py)")
     if args.jobs < 1 or args.drops < 0 or args.brick_offsets < 0 or args.cradles < 0:
         ap.error("--jobs must be >= 1 and the counts >= 0")
+    sys.path.insert(0, str(ROOT))
+    from bench.common import table, write_json  # (this checkout's: results go to its bench/results)
+    # the code under test: its contact_cases runs the drops and bricks (each in a fresh interpreter
+    # on its checkout) and the cradles (in this process)
+    sys.path[:0] = [str(root), str(root / "tests")]
+    from contact_cases import cradle_case
     jobs = [("drop", s, args.seconds) for s in range(1, args.drops + 1)]
     jobs += [("brick", o, args.brick_seconds) for o in brick_offsets(args.brick_offsets)]
     with ThreadPoolExecutor(args.jobs) as pool:
-        results = list(pool.map(lambda j: _in_fresh_interpreter(root, *j, args.timeout), jobs))
+        results = list(pool.map(lambda j: _fresh(*j, args.timeout), jobs))
     drops = [r for j, r in zip(jobs, results) if j[0] == "drop"]
     bricks = [r for j, r in zip(jobs, results) if j[0] == "brick"]
-    sys.path.insert(0, str(ROOT))
-    from bench.common import table, write_json  # (this checkout's: results go to its bench/results)
-    sys.path[:0] = [str(root), str(root / "tests")]  # (the cradles run the code under test in this process)
-    from contact_cases import cradle_case
     cradles = [run_cradle(cradle_case(100 + s)) for s in range(1, args.cradles + 1)]
     print(f"code under test: {root}")
     print(table(drops, ["seed", "bodies", "deepest", "energy_rise", "events", "sim_time", "wall s", "ok", "error"]))
