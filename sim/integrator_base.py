@@ -168,8 +168,8 @@ def _rate(system: System, q0: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.nd
             w[iv] = np.linalg.solve(D[rows, cols], v[iv][..., None])[..., 0]
         return w
     except np.linalg.LinAlgError:
-        # (a rotation of a multiple of 2 pi within one stage: velocities blown up, ~1e35 rad per
-        # stage in a run whose contact rows had lost their conditioning)
+        # (dintegrate is singular where a free or spherical joint turns by a multiple of 2 pi within
+        # one stage: only a blown-up state, or a step far too long for its rotations, gets there)
         raise SimulationError(
             f"the configuration's local-coordinate rate is singular at a stage increment of largest "
             f"entry {float(np.abs(u).max()):.3g} (m or rad), velocities up to {float(np.abs(v).max()):.3g} "
