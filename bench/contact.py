@@ -2,7 +2,8 @@
 support-set solve for the thesis' contact scenes.
 
 Figures: wall time per simulated second, events per simulated second, the deepest signed distance
-of any pair at any recorded sample (mm), impacts, contact changes, support solves.
+of any pair at any recorded sample (mm), impacts, contact changes, support solves and how many of
+them the pivoting left unsolved (``ContactSource.unsolved_supports``: the QP's forces taken).
 
 Scenes: the stack of three bricks of Fig. 5.7/5.8 (toppling), the pendulum-and-block scene of
 Fig. 2.1, the friction block of Fig. 5.10, a box resting on a table, a 20-ball Newton's cradle (one
@@ -99,7 +100,8 @@ def run_scene(name: str, seconds: float) -> dict:
     return {"scene": name, "simulated s": sim.t, "deepest mm": 1e3 * deepest, "wall s per sim s": wall / max(sim.t, 1e-9),
             "events per sim s": len(kinds) / max(sim.t, 1e-9), "impacts": kinds.count("impact"),
             "contact changes": sum(k.startswith("contact") for k in kinds), "slip/stick": kinds.count("slip") + kinds.count("stick"),
-            "support solves": len(solves_list), "ms per support solve": 1e3 * float(solves.mean()),
+            "support solves": len(solves_list), "unsolved LCPs": getattr(src, "unsolved_supports", 0),
+            "ms per support solve": 1e3 * float(solves.mean()),
             "steps": sim.steps, "error": error}
 
 
@@ -115,7 +117,7 @@ def main(argv=None) -> int:
         rows.append(run_scene(name, seconds / 10 if args.quick else seconds))
         print(f"  {name}: done", flush=True)
     cols = ["scene", "simulated s", "wall s per sim s", "events per sim s", "deepest mm", "impacts", "contact changes",
-            "slip/stick", "support solves", "ms per support solve", "error"]
+            "slip/stick", "support solves", "unsolved LCPs", "ms per support solve", "error"]
     print(table(rows, cols))
     print(f"wrote {write_json('contact', {'rows': rows})}")
     return 0

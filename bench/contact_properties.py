@@ -7,7 +7,8 @@ change is judged on.
   coordinate moved by 0 and ``--brick-offsets - 1`` offsets from 1e-12 to 1e-9 m: the scene is chaotic
   at the event level, so one run is one sample. Per run the suite's criteria: fewer than 20 events
   per simulated second after 1.2 s, no pair deeper than 0.1 mm, the bottom brick flat, the others
-  down, every speed below 0.05 m/s or rad/s at the end.
+  down, every speed below 0.05 m/s or rad/s at the end; and its support solves, with how many of them
+  the pivoting left unsolved (the QP's forces taken, ``ContactSource.unsolved_supports``).
 - Random cradles (momentum, elastic energy, order independence).
 
 Every drop and brick run is a fresh interpreter (coal's answers depend on what coal computed earlier
@@ -61,12 +62,13 @@ def _one_brick(offset: float, seconds: float) -> dict:
     from sim.contact import enable_contacts
     from sim.simulator import Simulator
     b = scenes.brick_stack()
+    src = None
     q0 = np.array(b.q0, dtype=float)
     q0[0] += offset
     sim = Simulator(b.mechanism, q0, b.v0, dt=1e-3, integrator="rk4")
     error = None
     try:
-        enable_contacts(sim, friction=(0.6, 0.5))
+        src = enable_contacts(sim, friction=(0.6, 0.5))
         sim.run(seconds)
     except Exception as exc:  # (a run that stops is a sample too: named, not raised)
         error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
@@ -80,7 +82,8 @@ def _one_brick(offset: float, seconds: float) -> dict:
     ok = bool(error is None and deepest >= DEEPEST and rate < BRICK_LATE_RATE and abs(z[0] - 0.03) <= 1e-4
               and z[1] < 0.085 and z[2] < 0.10 and vmax < 0.05)
     return dict(offset=offset, sim_time=sim.t, events=len(rec.events), late_per_s=rate, deepest=deepest,
-                z1=z[1], z2=z[2], vmax=vmax, error=error, ok=ok)
+                z1=z[1], z2=z[2], vmax=vmax, unsolved_lcps=src.unsolved_supports if src is not None else None,
+                support_solves=len(src.support_solves) if src is not None else None, error=error, ok=ok)
 
 
 def _fresh(kind: str, value: float, seconds: float, timeout: float) -> dict:
@@ -161,7 +164,8 @@ def main(argv=None) -> int:
     cradles = [run_cradle(cradle_case(100 + s)) for s in range(1, args.cradles + 1)]
     print(f"code under test: {root}")
     print(table(drops, ["seed", "bodies", "deepest", "energy_rise", "events", "sim_time", "wall s", "ok", "error"]))
-    print(table(bricks, ["offset", "sim_time", "events", "late_per_s", "deepest", "z1", "z2", "vmax", "wall s", "ok", "error"]))
+    print(table(bricks, ["offset", "sim_time", "events", "late_per_s", "deepest", "z1", "z2", "vmax", "support_solves",
+                         "unsolved_lcps", "wall s", "ok", "error"]))
     if cradles:
         print(table(cradles, ["seed", "balls", "e", "momentum_error", "energy_error", "deepest", "order_difference"]))
     print(f"drops within the properties: {sum(d['ok'] for d in drops)} / {len(drops)} "

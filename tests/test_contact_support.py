@@ -3,6 +3,7 @@
 active sets, the support margin against scipy's linprog and the polygon it stands for, the basic
 forces against their definition, the rows against finite differences of their gaps."""
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
@@ -12,7 +13,15 @@ from scipy.optimize import linprog
 from robots import scenes
 from sim.contact.bodies import _bodies
 from sim.contact.rows import _ball_rows, _gap_rows
-from sim.contact.support import _affine_residual, _basic_forces, _refine_lcp, _support_margin, _support_qp
+from sim.contact.support import (
+    _affine_residual,
+    _basic_forces,
+    _pivot_lcp,
+    _refine_lcp,
+    _support_margin,
+    _support_qp,
+    lcp_violation,
+)
 
 
 def _lcp_by_enumeration(A, s0, normal):
@@ -61,6 +70,27 @@ def test_support_lcp_is_complementary_and_the_enumerated_solution_on_random_p_ma
         assert np.abs(lam[normal] * s[normal]).max(initial=0.0) <= 1e-9 * scale * max(1.0, np.abs(lam).max())
         np.testing.assert_allclose(s[~normal], 0.0, atol=1e-9 * scale)  # the free (sticking) rows held
         np.testing.assert_allclose(lam, _lcp_by_enumeration(A, s0, normal), rtol=1e-8, atol=1e-9 * scale)
+
+
+def test_the_pivoting_says_when_it_leaves_a_support_problem_unsolved():
+    # a support problem recorded from the toppled brick stack (first coordinate moved by 1e-12 m, at
+    # 1.2663 s): 14 rows, two sliding contacts, A unsymmetric with an indefinite symmetric part. The
+    # pivoting cycles, the QP's forces stand, and they are far from the LCP's solution
+    d = np.load(Path(__file__).parent / "data" / "support_lcp_cycling.npz")
+    A, s0, normal = d["A"], d["s0"], d["normal"]
+    assert np.linalg.eigvalsh(0.5 * (A + A.T)).min() < 0.0
+    qp = _support_qp(A, s0, normal, float(d["t"]))
+    lam, solved = _pivot_lcp(A, s0, normal, qp)
+    assert not solved and lam is qp
+    assert lcp_violation(A, s0, normal, lam) > 0.1
+    # on the P-matrix problems it solves, the violation is round-off, and zero at the enumerated solution
+    rng = np.random.default_rng(11)
+    for _ in range(20):
+        k = int(rng.integers(1, 7))
+        A, s0, normal = _random_problem(rng, k, int(rng.integers(0, min(k, 3))), 0.5)
+        lam, solved = _pivot_lcp(A, s0, normal, _support_qp(A, s0, normal, 0.0))
+        assert solved and lcp_violation(A, s0, normal, lam) < 1e-9
+        assert lcp_violation(A, s0, normal, _lcp_by_enumeration(A, s0, normal)) < 1e-9
 
 
 def test_support_qp_shares_the_load_of_redundant_points_by_least_squares():

@@ -101,6 +101,9 @@ class ContactSource(EventSource):
         # ends with them apart: watched by where they stop parting too (see _overlapping)
         self._overlap: set[int] = set()
         self.support_solves: list[float] = []  # wall time (s) of each support-set solve
+        # support solves whose LCP the pivoting did not solve (it cycled; the QP's forces were taken):
+        # sliding friction can make the contact matrix unsymmetric, its symmetric part indefinite
+        self.unsolved_supports = 0
         self._stuck: list[ContactHinge] = []  # sticking hinges that still slipped at the last update
         self.impacts = 0
         self._watch: dict[int, tuple] = {}  # pair -> (key, the hinge's watched points as arrays): _watched

@@ -76,7 +76,14 @@ def _refine_lcp(A: np.ndarray, s0: np.ndarray, normal: np.ndarray, lam: np.ndarr
     """Active-set pivoting on the true (possibly unsymmetric, e.g. sliding friction) A from the QP's
     support: drop the most tensile support point, add the most penetrating free point, until
     ``lam >= 0, s = s0 + A lam >= 0`` hold with ``lam_i s_i = 0`` on the normal rows (the other rows
-    always held; least-squares forces on redundant sets)."""
+    always held; least-squares forces on redundant sets). The QP's forces when it does not converge
+    (:func:`_pivot_lcp` says which)."""
+    return _pivot_lcp(A, s0, normal, lam, max_iter)[0]
+
+
+def _pivot_lcp(A: np.ndarray, s0: np.ndarray, normal: np.ndarray, lam: np.ndarray,
+               max_iter: int = 50) -> tuple[np.ndarray, bool]:
+    """:func:`_refine_lcp`'s forces and whether its pivoting converged (else they are the QP's ``lam``)."""
     k = len(s0)
     tol_s = FORCE_RTOL * max(float(np.max(np.abs(s0))), FORCE_FLOOR)
     S = ~normal | (lam > FORCE_RTOL * max(float(lam[normal].max(initial=0.0)), FORCE_FLOOR))
@@ -94,8 +101,21 @@ def _refine_lcp(A: np.ndarray, s0: np.ndarray, normal: np.ndarray, lam: np.ndarr
         elif pen.min() < -tol_s:
             S[int(np.argmin(pen))] = True
         else:
-            return np.where(normal, np.maximum(lamS, 0.0), lamS)
-    return lam  # no convergence: keep the QP's forces
+            return np.where(normal, np.maximum(lamS, 0.0), lamS), True
+    return lam, False  # no convergence: keep the QP's forces
+
+
+def lcp_violation(A: np.ndarray, s0: np.ndarray, normal: np.ndarray, lam: np.ndarray) -> float:
+    """How far forces ``lam`` (k,) (N) are from solving the support LCP (``s = s0 + A lam``, the ``normal``
+    rows complementary, the others held), dimensionless: the largest of the tensile normal forces
+    (relative to the largest force, at least 1 N), the normal rows' penetrating and the held rows'
+    nonzero accelerations (relative to |s0|'s largest), and the complementarity products (both scales)."""
+    s = s0 + A.dot(lam)
+    fs = max(float(np.abs(lam).max(initial=0.0)), 1.0)
+    ss = max(float(np.abs(s0).max(initial=0.0)), FORCE_FLOOR)
+    n, f = s[normal], s[~normal]
+    return max(float(np.max(-lam[normal], initial=0.0)) / fs, float(np.max(-n, initial=0.0)) / ss,
+               float(np.max(np.abs(f), initial=0.0)) / ss, float(np.max(np.abs(lam[normal] * n), initial=0.0)) / (fs * ss))
 
 
 def _basic_forces(rows: np.ndarray, others: np.ndarray, lam: np.ndarray) -> np.ndarray | None:

@@ -14,7 +14,7 @@ from controlkit.solver import require_consistent
 
 from .geometry import Region, SupportPoint
 from .hinge import ContactHinge, Mode
-from .support import FORCE_FLOOR, FORCE_RTOL, _affine_residual, _basic_forces, _refine_lcp, _spread_order, _support_qp
+from .support import FORCE_FLOOR, FORCE_RTOL, _affine_residual, _basic_forces, _pivot_lcp, _spread_order, _support_qp
 
 #: dimensionless: a row joins the held rows when the smallest singular value of the normalized rows
 #: stays above this fraction of the largest (well clear of the solver's and the critical-form rank tests)
@@ -267,7 +267,9 @@ def lcp(src, sim, hinges: Sequence[ContactHinge]) -> tuple[np.ndarray, np.ndarra
             h.attach()
         mech.set_state(q, v, check=False)
     A = np.array(cols).T
-    lam = _refine_lcp(A, s0, normal, _support_qp(A, s0, normal, t))
+    lam, solved = _pivot_lcp(A, s0, normal, _support_qp(A, s0, normal, t))
+    if not solved:  # (the QP's forces stand: counted, see ContactSource.unsolved_supports)
+        src.unsolved_supports += 1
     sep = s0 + A @ lam
     held = (lam > _tol(lam)) | (sep <= _tol(s0))  # in the support: pressed, or resting with zero force
     return lam[normal], held[normal]
