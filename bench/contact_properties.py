@@ -8,7 +8,8 @@ change is judged on.
   at the event level, so one run is one sample. Per run the suite's criteria: fewer than 20 events
   per simulated second after 1.2 s, no pair deeper than 0.1 mm, the bottom brick flat, the others
   down, every speed below 0.05 m/s or rad/s at the end; and its support solves, with how many of them
-  the pivoting left unsolved (the QP's forces taken, ``ContactSource.unsolved_supports``).
+  the pivoting left unsolved (the QP's forces taken, ``ContactSource.unsolved_supports``), and the time
+  of its last event (with ``--brick-seconds`` longer than 1.6, when it settled).
 - Random cradles (momentum, elastic energy, order independence).
 
 Every drop and brick run is a fresh interpreter (coal's answers depend on what coal computed earlier
@@ -81,7 +82,8 @@ def _one_brick(offset: float, seconds: float) -> dict:
     vmax = float(np.abs(sim.v).max())
     ok = bool(error is None and deepest >= DEEPEST and rate < BRICK_LATE_RATE and abs(z[0] - 0.03) <= 1e-4
               and z[1] < 0.085 and z[2] < 0.10 and vmax < 0.05)
-    return dict(offset=offset, sim_time=sim.t, events=len(rec.events), late_per_s=rate, deepest=deepest,
+    last = rec.events[-1].time if rec.events else 0.0  # s: the last event (run longer to see when it settles)
+    return dict(offset=offset, sim_time=sim.t, events=len(rec.events), late_per_s=rate, last_event=last, deepest=deepest,
                 z1=z[1], z2=z[2], vmax=vmax, unsolved_lcps=src.unsolved_supports if src is not None else None,
                 support_solves=len(src.support_solves) if src is not None else None, error=error, ok=ok)
 
@@ -164,7 +166,7 @@ def main(argv=None) -> int:
     cradles = [run_cradle(cradle_case(100 + s)) for s in range(1, args.cradles + 1)]
     print(f"code under test: {root}")
     print(table(drops, ["seed", "bodies", "deepest", "energy_rise", "events", "sim_time", "wall s", "ok", "error"]))
-    print(table(bricks, ["offset", "sim_time", "events", "late_per_s", "deepest", "z1", "z2", "vmax", "support_solves",
+    print(table(bricks, ["offset", "sim_time", "events", "late_per_s", "last_event", "deepest", "z1", "z2", "vmax", "support_solves",
                          "unsolved_lcps", "wall s", "ok", "error"]))
     if cradles:
         print(table(cradles, ["seed", "balls", "e", "momentum_error", "energy_error", "deepest", "order_difference"]))
