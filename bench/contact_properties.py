@@ -83,8 +83,9 @@ def _one_brick(offset: float, seconds: float) -> dict:
     ok = bool(error is None and deepest >= DEEPEST and rate < BRICK_LATE_RATE and abs(z[0] - 0.03) <= 1e-4
               and z[1] < 0.085 and z[2] < 0.10 and vmax < 0.05)
     last = rec.events[-1].time if rec.events else 0.0  # s: the last event (run longer to see when it settles)
+    # (getattr: a --root checkout from before ContactSource counted its unsolved support LCPs has no count)
     return dict(offset=offset, sim_time=sim.t, events=len(rec.events), late_per_s=rate, last_event=last, deepest=deepest,
-                z1=z[1], z2=z[2], vmax=vmax, unsolved_lcps=src.unsolved_supports if src is not None else None,
+                z1=z[1], z2=z[2], vmax=vmax, unsolved_lcps=getattr(src, "unsolved_supports", None),
                 support_solves=len(src.support_solves) if src is not None else None, error=error, ok=ok)
 
 
