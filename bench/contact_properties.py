@@ -5,9 +5,10 @@ change is judged on.
   its value at the previous impact (1e-9 relative), deepest penetration (0.1 mm), errors.
 - The toppled brick stack of thesis Fig. 5.7 (tests/test_contact.py's scene) with its first
   coordinate moved by 0 and ``--brick-offsets - 1`` offsets from 1e-12 to 1e-9 m: the scene is chaotic
-  at the event level, so one run is one sample. Per run the suite's criteria: fewer than 20 events
-  per simulated second after 1.2 s, no pair deeper than 0.1 mm, the bottom brick flat, the others
-  down, every speed below 0.05 m/s or rad/s at the end; and its support solves, with how many of them
+  at the event level, so one run is one sample. Per run issue 25's criteria at rest: fewer than 20
+  events per simulated second after 1.2 s (which the suite does not assert: its one sample meets it on
+  some machines only), no pair deeper than 0.1 mm, the bottom brick flat, the others down (the suite's
+  bounds), every speed below 0.05 m/s or rad/s at the end; and its support solves, with how many of them
   the pivoting left unsolved (the QP's forces taken, ``ContactSource.unsolved_supports``), and the time
   of its last event (with ``--brick-seconds`` longer than 1.6, when it settled).
 - Random cradles (momentum, elastic energy, order independence).
@@ -40,7 +41,7 @@ import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: the suite's criteria for one brick stack run (tests/test_contact.py)
+#: the criteria for one brick stack run: issue 25's event rate at rest, tests/test_contact.py's others
 BRICK_LATE_AFTER = 1.2  # s: "at rest" from here
 BRICK_LATE_RATE = 20.0  # events per simulated second after BRICK_LATE_AFTER
 DEEPEST = -1e-4  # m
@@ -81,7 +82,7 @@ def _one_brick(offset: float, seconds: float) -> dict:
     z = [float(sim.q[7 * i + 2]) for i in range(3)]
     vmax = float(np.abs(sim.v).max())
     ok = bool(error is None and deepest >= DEEPEST and rate < BRICK_LATE_RATE and abs(z[0] - 0.03) <= 1e-4
-              and z[1] < 0.085 and z[2] < 0.10 and vmax < 0.05)
+              and z[1] < 0.087 and z[2] < 0.10 and vmax < 0.05)
     last = rec.events[-1].time if rec.events else 0.0  # s: the last event (run longer to see when it settles)
     # (getattr: a --root checkout from before ContactSource counted its unsolved support LCPs has no count)
     return dict(offset=offset, sim_time=sim.t, events=len(rec.events), late_per_s=rate, last_event=last, deepest=deepest,
@@ -173,7 +174,7 @@ def main(argv=None) -> int:
         print(table(cradles, ["seed", "balls", "e", "momentum_error", "energy_error", "deepest", "order_difference"]))
     print(f"drops within the properties: {sum(d['ok'] for d in drops)} / {len(drops)} "
           f"(energy rise <= {ENERGY_RISE:g}, deepest >= {DEEPEST * 1e3:g} mm, only controlkit's errors; {args.seconds:g} s each)")
-    print(f"brick stack runs within the suite's criteria: {sum(b['ok'] for b in bricks)} / {len(bricks)} "
+    print(f"brick stack runs within the criteria: {sum(b['ok'] for b in bricks)} / {len(bricks)} "
           f"(< {BRICK_LATE_RATE:g} events/s after {BRICK_LATE_AFTER:g} s, deepest >= {DEEPEST * 1e3:g} mm, bricks down)")
     print(f"wrote {write_json('contact_properties', {'root': str(root), 'drops': drops, 'bricks': bricks, 'cradles': cradles})}")
     return 0
