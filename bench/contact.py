@@ -100,7 +100,7 @@ def run_scene(name: str, seconds: float) -> dict:
     return {"scene": name, "simulated s": sim.t, "deepest mm": 1e3 * deepest, "wall s per sim s": wall / max(sim.t, 1e-9),
             "events per sim s": len(kinds) / max(sim.t, 1e-9), "impacts": kinds.count("impact"),
             "contact changes": sum(k.startswith("contact") for k in kinds), "slip/stick": kinds.count("slip") + kinds.count("stick"),
-            "support solves": len(solves_list), "unsolved LCPs": getattr(src, "unsolved_supports", 0),
+            "support solves": len(solves_list), "unsolved LCPs": src.unsolved_supports if src is not None else 0,
             "ms per support solve": 1e3 * float(solves.mean()),
             "steps": sim.steps, "error": error}
 

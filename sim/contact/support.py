@@ -71,19 +71,13 @@ def _support_qp(A: np.ndarray, s0: np.ndarray, normal: np.ndarray, t: float) -> 
     return np.where(normal, np.maximum(lam, 0.0), lam)
 
 
-def _refine_lcp(A: np.ndarray, s0: np.ndarray, normal: np.ndarray, lam: np.ndarray,
-                max_iter: int = 50) -> np.ndarray:
+def _pivot_lcp(A: np.ndarray, s0: np.ndarray, normal: np.ndarray, lam: np.ndarray,
+               max_iter: int = 50) -> tuple[np.ndarray, bool]:
     """Active-set pivoting on the true (possibly unsymmetric, e.g. sliding friction) A from the QP's
     support: drop the most tensile support point, add the most penetrating free point, until
     ``lam >= 0, s = s0 + A lam >= 0`` hold with ``lam_i s_i = 0`` on the normal rows (the other rows
-    always held; least-squares forces on redundant sets). The QP's forces when it does not converge
-    (:func:`_pivot_lcp` says which)."""
-    return _pivot_lcp(A, s0, normal, lam, max_iter)[0]
-
-
-def _pivot_lcp(A: np.ndarray, s0: np.ndarray, normal: np.ndarray, lam: np.ndarray,
-               max_iter: int = 50) -> tuple[np.ndarray, bool]:
-    """:func:`_refine_lcp`'s forces and whether its pivoting converged (else they are the QP's ``lam``)."""
+    always held; least-squares forces on redundant sets). Returns the forces and whether the pivoting
+    converged; when it does not (it cycles), the QP's forces ``lam`` themselves."""
     k = len(s0)
     tol_s = FORCE_RTOL * max(float(np.max(np.abs(s0))), FORCE_FLOOR)
     S = ~normal | (lam > FORCE_RTOL * max(float(lam[normal].max(initial=0.0)), FORCE_FLOOR))
