@@ -40,6 +40,7 @@ __all__ = [
     "free_bodies",
     "sphere_column",
     "box_row",
+    "plank_on_blocks",
 ]
 
 _GROUND = (0.5, 0.55, 0.5, 1.0)
@@ -375,3 +376,38 @@ def box_row(n: int = 12, size: Sequence[float] = (0.1, 0.1, 0.1), mass: float = 
     return free_bodies([dict(name=f"box_{i + 1}", box=size, mass=mass,
                              position=(pitch * (i - (n - 1) / 2), 0.0, drop + size[2] / 2)) for i in range(int(n))],
                        name="box_row")
+
+
+def plank_on_blocks(
+    angle: float = 0.0,
+    offset: float = 0.0,
+    *,
+    plank: Sequence[float] = (0.8, 0.1, 0.02),
+    mass: float = 2.0,
+    block: Sequence[float] = (0.2, 0.2, 0.1),
+    span: float = 0.6,
+) -> BuiltMechanism:
+    """A ``plank`` laid flat across two fixed blocks, ``left`` and ``right``: one body resting on
+    two contacts with the same body (the world), in one plane.
+
+    The blocks (``block`` m: x, y extent and height) have their top faces at z = 0, their centres
+    ``span`` (m) apart along x; the plank (size m, mass kg) rests on both, its centre ``offset`` (m)
+    along +x from the middle. The whole scene is inclined by ``angle`` (rad, in [0, pi/2)) about y,
+    downhill toward +x, as :func:`box_on_slope`. ``info``: ``angle``, ``normal``, ``downhill`` (unit
+    vectors).
+    """
+    if not (0.0 <= angle < math.pi / 2):
+        raise ModelError(f"plank_on_blocks: angle must be in [0, pi/2) rad, got {angle!r}")
+    if not abs(offset) < (plank[0] - span + block[0]) / 2:  # (it overlaps both blocks' tops)
+        raise ModelError(f"plank_on_blocks: a plank {plank[0]!r} m long at offset {offset!r} m does not rest on "
+                         f"both blocks ({block[0]!r} m wide, {span!r} m apart)")
+    R = pin.exp3(np.array([0.0, angle, 0.0]))
+    s = Scene("plank_on_blocks")
+    for name, x in (("left", -span / 2), ("right", span / 2)):
+        b, _ = ground_body(name, block[:2], block[2], halfspace=False, material="wood")
+        s.add(b, pin.SE3(R, R @ np.array([x, 0.0, -block[2] / 2])), fixed=True)
+    s.add(Body("plank", cuboid(*plank), mass=mass, color=(0.8, 0.6, 0.3, 1.0), material="wood"),
+          pin.SE3(R, R @ np.array([offset, 0.0, plank[2] / 2])))
+    built = s.build()
+    built.info.update(angle=angle, normal=R[:, 2].copy(), downhill=R[:, 0].copy())
+    return built
