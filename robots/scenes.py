@@ -23,7 +23,8 @@ import pinocchio as pin
 from controlkit.errors import ModelError
 
 from .builder import BuiltMechanism
-from .definition import Body, Scene
+from .definition import Body, Composite, Scene
+from .hinges import Weld
 from .shapes import cuboid, sphere
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "sphere_column",
     "box_row",
     "plank_on_blocks",
+    "stool",
 ]
 
 _GROUND = (0.5, 0.55, 0.5, 1.0)
@@ -411,3 +413,35 @@ def plank_on_blocks(
     built = s.build()
     built.info.update(angle=angle, normal=R[:, 2].copy(), downhill=R[:, 0].copy())
     return built
+
+
+def stool(
+    seat: Sequence[float] = (0.4, 0.4, 0.04),
+    leg: Sequence[float] = (0.04, 0.3),
+    mass: float = 2.0,
+    leg_mass: float = 0.3,
+    *,
+    height: float = 0.0,
+    velocity: Sequence[float] | None = None,
+) -> BuiltMechanism:
+    """A ``stool`` on a half-space ``ground``: one rigid body with five collision boxes, a ``seat``
+    (size m, mass kg) and four legs ``leg1`` .. ``leg4`` (square section ``leg[0]`` m, length
+    ``leg[1]`` m, ``leg_mass`` kg each) welded under its corners; its feet ``height`` (m) above the
+    ground, moving at ``velocity`` (vx, vy, vz, wx, wy, wz; m/s, rad/s). Bodies ``stool.seat``,
+    ``stool.leg1`` ..; joint ``stool_root``.
+    """
+    w, length = leg
+    inset = (np.asarray(seat[:2], dtype=float) - w) / 2
+    c = Composite("stool", self_collision=False)
+    corners = [(1, 1), (1, -1), (-1, 1), (-1, -1)]
+    c.add(Body("seat", cuboid(*seat), mass=mass, color=(0.8, 0.6, 0.3, 1.0), material="wood",
+               features={f"leg{i + 1}": (sx * inset[0], sy * inset[1], -seat[2] / 2) for i, (sx, sy) in enumerate(corners)}))
+    for i in range(4):
+        c.add(Body(f"leg{i + 1}", cuboid(w, w, length), mass=leg_mass, color=(0.7, 0.5, 0.25, 1.0), material="wood",
+                   features={"top": (0.0, 0.0, length / 2)}))
+        c.join("seat", f"leg{i + 1}", f"leg{i + 1}", "top", Weld())
+    s = Scene("stool")
+    g, gp = ground_body()
+    s.add(g, gp, fixed=True)
+    s.add(c, (0.0, 0.0, height + length + seat[2] / 2), velocity=velocity, joint_name="stool_root")
+    return s.build()

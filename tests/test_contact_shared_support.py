@@ -1,5 +1,6 @@
 """One body resting on several contacts with the same other body in one plane (a plank across two
-blocks): the contacts share one support, whose rows and forces are the first contact's."""
+blocks, a stool on its four legs): the contacts share one support, whose rows and forces are the
+first contact's."""
 import math
 
 import numpy as np
@@ -56,7 +57,7 @@ def test_a_plank_across_two_blocks_on_a_slope_within_friction_stays():
 def test_a_plank_across_two_blocks_beyond_friction_slides_with_g_sin_minus_mu_k_cos():
     angle = 0.6  # tan 0.684 > mu_s 0.6
     b, sim, src, rec, forces = _plank_run(angle, 0.05, 0.4)
-    assert [(e.kind, e.data["mode"]) for e in rec.events] == [("contact_made", "slide")] * 2
+    assert [(e.kind, e.data.get("mode")) for e in rec.events] == [("contact_made", "slide")] * 2
     t = np.array(rec.t)
     a = G * (math.sin(angle) - FRICTION[1] * math.cos(angle))
     np.testing.assert_allclose(_downhill(b, rec), 0.5 * a * t**2, atol=1e-9)
@@ -108,5 +109,24 @@ def test_a_plank_sliding_and_turning_across_two_blocks_is_braked_to_rest():
     # kinetic friction at every point of both contacts only takes energy out (each point's friction
     # opposes its own slip: held forces far from physical ones would drive the turn instead)
     assert np.diff(energy).max() < 1e-12
-    assert [(e.kind, e.data["mode"]) for e in rec.events] == [("contact_made", "slide")] * 2 + [("stick", "stick")] * 2
+    assert [(e.kind, e.data.get("mode")) for e in rec.events] == [("contact_made", "slide")] * 2 + [("stick", "stick")] * 2
     assert np.abs(rec.v[-1]).max() < 1e-12 and energy[-1] == pytest.approx(2.0 * G * 0.01, abs=1e-12)
+
+
+def test_a_stool_stands_still_on_its_four_legs_and_slides_to_a_stop_on_them():
+    # one body, four leg boxes on one ground: the legs' contacts share the plane of their feet
+    for v0 in (0.0, 1.0):
+        b = scenes.stool(velocity=(v0, 0.0, 0.0, 0.0, 0.0, 0.0))
+        sim = Simulator(b.mechanism, b.q0, b.v0, dt=1e-3, integrator="rk4")
+        enable_contacts(sim, friction=FRICTION)
+        rec = sim.run(0.5)
+        mode = "slide" if v0 else "stick"
+        events = [(e.kind, e.data.get("mode")) for e in rec.events]
+        assert events == [("contact_made", mode)] * 4 + ([("stick", "stick")] * 4 if v0 else [])
+        q = np.array(rec.q)
+        assert np.abs(q[:, 1:] - q[0, 1:]).max() < 1e-9  # upright, at its height, straight
+        # sliding at mu_k g, it stops at v0^2 / (2 mu_k g) after v0 / (mu_k g)
+        mu_k = FRICTION[1]
+        assert q[-1, 0] == pytest.approx(v0**2 / (2 * mu_k * G), abs=1e-9)
+        if v0:
+            assert rec.events[-1].time == pytest.approx(v0 / (mu_k * G), abs=1e-9)
