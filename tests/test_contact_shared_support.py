@@ -130,3 +130,26 @@ def test_a_stool_stands_still_on_its_four_legs_and_slides_to_a_stop_on_them():
         assert q[-1, 0] == pytest.approx(v0**2 / (2 * mu_k * G), abs=1e-9)
         if v0:
             assert rec.events[-1].time == pytest.approx(v0 / (mu_k * G), abs=1e-9)
+
+
+def test_a_plank_dropped_flat_on_two_blocks_bounces_at_the_analytic_times_and_rests_on_both():
+    e, h = 0.5, 0.01
+    b = scenes.plank_on_blocks(0.0, 0.05)
+    q0 = np.array(b.q0)
+    q0[2] += h
+    sim = Simulator(b.mechanism, q0, b.v0, dt=1e-3, integrator="rk4")
+    enable_contacts(sim, friction=FRICTION, restitution=e)
+    rec = sim.run(0.5)
+    impacts = [ev.time for ev in rec.events if ev.kind == "impact"]
+    t0 = math.sqrt(2 * h / G)
+    expected = [t0 * (1 + 2 * sum(e**i for i in range(1, k + 1))) for k in range(len(impacts))]
+    # (the first two to 1e-8 s, landing at 0.44 and 0.22 m/s; the last, at millimetres per second, to 1e-6 s:
+    # the guards' distance tolerance over the landing speed)
+    assert len(impacts) >= 5
+    np.testing.assert_allclose(impacts[:2], expected[:2], rtol=0, atol=1e-8)
+    np.testing.assert_allclose(impacts, expected, rtol=0, atol=1e-6)
+    # it rests once a bounce cannot rise past the contact's rest speed, on both blocks at once
+    assert [ev.kind for ev in rec.events[len(impacts):]] == ["contact_made"] * 2
+    assert rec.events[-1].time == impacts[-1]
+    q = np.array(rec.q)
+    assert np.abs(q[-1] - b.q0).max() < 1e-9 and np.abs(q[:, 3:6]).max() < 1e-12  # flat throughout
