@@ -23,7 +23,8 @@ import pinocchio as pin
 from controlkit.errors import ModelError
 
 from .builder import BuiltMechanism
-from .definition import Body, Scene
+from .definition import Body, Composite, Scene
+from .hinges import Weld
 from .shapes import cuboid, sphere
 
 __all__ = [
@@ -40,6 +41,8 @@ __all__ = [
     "free_bodies",
     "sphere_column",
     "box_row",
+    "plank_on_blocks",
+    "stool",
 ]
 
 _GROUND = (0.5, 0.55, 0.5, 1.0)
@@ -375,3 +378,70 @@ def box_row(n: int = 12, size: Sequence[float] = (0.1, 0.1, 0.1), mass: float = 
     return free_bodies([dict(name=f"box_{i + 1}", box=size, mass=mass,
                              position=(pitch * (i - (n - 1) / 2), 0.0, drop + size[2] / 2)) for i in range(int(n))],
                        name="box_row")
+
+
+def plank_on_blocks(
+    angle: float = 0.0,
+    offset: float = 0.0,
+    *,
+    plank: Sequence[float] = (0.8, 0.1, 0.02),
+    mass: float = 2.0,
+    block: Sequence[float] = (0.2, 0.2, 0.1),
+    span: float = 0.6,
+) -> BuiltMechanism:
+    """A ``plank`` laid flat across two fixed blocks, ``left`` and ``right``: one body resting on
+    two contacts with the same body (the world), in one plane.
+
+    The blocks (``block`` m: x, y extent and height) have their top faces at z = 0, their centres
+    ``span`` (m) apart along x; the plank (size m, mass kg) rests on both, its centre ``offset`` (m)
+    along +x from the middle. The whole scene is inclined by ``angle`` (rad, in [0, pi/2)) about y,
+    downhill toward +x, as :func:`box_on_slope`. ``info``: ``angle``, ``normal``, ``downhill`` (unit
+    vectors).
+    """
+    if not (0.0 <= angle < math.pi / 2):
+        raise ModelError(f"plank_on_blocks: angle must be in [0, pi/2) rad, got {angle!r}")
+    if not abs(offset) < (plank[0] - span + block[0]) / 2:  # (it overlaps both blocks' tops)
+        raise ModelError(f"plank_on_blocks: a plank {plank[0]!r} m long at offset {offset!r} m does not rest on "
+                         f"both blocks ({block[0]!r} m wide, {span!r} m apart)")
+    R = pin.exp3(np.array([0.0, angle, 0.0]))
+    s = Scene("plank_on_blocks")
+    for name, x in (("left", -span / 2), ("right", span / 2)):
+        b, _ = ground_body(name, block[:2], block[2], halfspace=False, material="wood")
+        s.add(b, pin.SE3(R, R @ np.array([x, 0.0, -block[2] / 2])), fixed=True)
+    s.add(Body("plank", cuboid(*plank), mass=mass, color=(0.8, 0.6, 0.3, 1.0), material="wood"),
+          pin.SE3(R, R @ np.array([offset, 0.0, plank[2] / 2])))
+    built = s.build()
+    built.info.update(angle=angle, normal=R[:, 2].copy(), downhill=R[:, 0].copy())
+    return built
+
+
+def stool(
+    seat: Sequence[float] = (0.4, 0.4, 0.04),
+    leg: Sequence[float] = (0.04, 0.3),
+    mass: float = 2.0,
+    leg_mass: float = 0.3,
+    *,
+    height: float = 0.0,
+    velocity: Sequence[float] | None = None,
+) -> BuiltMechanism:
+    """A ``stool`` on a half-space ``ground``: one rigid body with five collision boxes, a ``seat``
+    (size m, mass kg) and four legs ``leg1`` .. ``leg4`` (square section ``leg[0]`` m, length
+    ``leg[1]`` m, ``leg_mass`` kg each) welded under its corners; its feet ``height`` (m) above the
+    ground, moving at ``velocity`` (vx, vy, vz, wx, wy, wz; m/s, rad/s). Bodies ``stool.seat``,
+    ``stool.leg1`` ..; joint ``stool_root``.
+    """
+    w, length = leg
+    inset = (np.asarray(seat[:2], dtype=float) - w) / 2
+    c = Composite("stool", self_collision=False)
+    corners = [(1, 1), (1, -1), (-1, 1), (-1, -1)]
+    c.add(Body("seat", cuboid(*seat), mass=mass, color=(0.8, 0.6, 0.3, 1.0), material="wood",
+               features={f"leg{i + 1}": (sx * inset[0], sy * inset[1], -seat[2] / 2) for i, (sx, sy) in enumerate(corners)}))
+    for i in range(4):
+        c.add(Body(f"leg{i + 1}", cuboid(w, w, length), mass=leg_mass, color=(0.7, 0.5, 0.25, 1.0), material="wood",
+                   features={"top": (0.0, 0.0, length / 2)}))
+        c.join("seat", f"leg{i + 1}", f"leg{i + 1}", "top", Weld())
+    s = Scene("stool")
+    g, gp = ground_body()
+    s.add(g, gp, fixed=True)
+    s.add(c, (0.0, 0.0, height + length + seat[2] / 2), velocity=velocity, joint_name="stool_root")
+    return s.build()

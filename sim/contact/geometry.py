@@ -35,6 +35,10 @@ NORMAL_TIE = 1e-9
 #: dimensionless: two edges whose directions' cross product is below this fraction of their
 #: lengths' product are parallel (sin of the angle: 1 mrad)
 PARALLEL_SIN = 1e-3
+#: dimensionless: coal's contact normal farther than this (cos of 1e-4 rad) from the face normal it
+#: snaps to gives no patch: the patch is taken along the face normal (a 0.1 m face clipped at 1e-4 rad
+#: is 1e-5 m out of plane, well inside coal's patch tolerance of 1 mm)
+REPATCH_COS = math.cos(1e-4)
 #: s: the finite step that gives the face margins' rates (piecewise linear: exact)
 RATE_STEP = 1e-6
 
@@ -259,7 +263,16 @@ class _Geometry:
             exact = _ball_on_box_normal(Ma.translation, sb, Mb)
             if exact is not None:  # (a centre inside the box keeps the face's normal)
                 return self._build(pair, ia, ib, sa, sb, Ma, Mb, exact, pts, full)
+        n0 = n
         n, swap = self._snap_normal(n, sa, Ma, sb, Mb)
+        if abs(float(n0 @ n)) < REPATCH_COS and _face_on_face(sa, Ma, sb, Mb, n):
+            # two faces flat on each other and coal's contact normal off theirs (EPA at an exact
+            # face-on-face touch: a plank flat on a block, 0.064 rad off): its patch, clipped in a
+            # plane at that angle, is a sliver along one edge; the patch along the faces' normal
+            # instead, as when reproducible
+            pts = _patch_points(sa, Ma, sb, Mb, -n if swap else n, self.preq)
+            if pts is None:
+                return None
         if swap:
             ia, ib, sa, sb, Ma, Mb = ib, ia, sb, sa, Mb, Ma
         return self._build(pair, ia, ib, sa, sb, Ma, Mb, n, pts, full)
@@ -459,6 +472,13 @@ class _Geometry:
         axes = np.array([Mb.rotation[:, i] for i in others])
         R = Jb.rotation.T
         return _Face(Jb.actInv(center), axes @ R.T, h[others])
+
+
+def _face_on_face(sa, Ma: pin.SE3, sb, Mb: pin.SE3, n: np.ndarray) -> bool:
+    """Whether two boxes both have a face normal to n (world, unit) within ``REPATCH_COS``."""
+    if not isinstance(sa, coal.Box) or not isinstance(sb, coal.Box):
+        return False
+    return np.abs(n @ Ma.rotation).max() >= REPATCH_COS and np.abs(n @ Mb.rotation).max() >= REPATCH_COS
 
 
 def _support_set(shape, M: pin.SE3, d: np.ndarray, tol: float) -> np.ndarray | None:

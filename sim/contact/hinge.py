@@ -3,8 +3,6 @@ rows and forces)."""
 from __future__ import annotations
 
 import math
-from enum import StrEnum
-from typing import Sequence
 
 import numpy as np
 
@@ -13,22 +11,14 @@ from controlkit.friction import FrictionLaw
 
 from .bodies import _bodies, _Body, _sides
 from .curved import line_rolling_block
-from .geometry import Region, SupportPoint, _coincides, _Face, _PairContact, _region, _same_key, _tangents
-from .rows import _ball_centres, _rows_on_world, anchor_stick_block, ball_rolling_block, normal_rows
-from .support import _support_margin
+from .geometry import Region, SupportPoint, _coincides, _Face, _PairContact, _same_key, _tangents
+from .hinge_support import HingeSupport
+from .mode import Mode
+from .rows import _ball_centres, _rows_on_world, anchor_stick_block, ball_rolling_block, sliding_normal_rows
 
 #: m/s (rad/s for the torsion row): relative motion slower than this is none (a stick row that
 #: slips, a sliding contact that still moves)
 SLIP_SPEED = 1e-9
-
-
-class Mode(StrEnum):
-    """A contact hinge's friction mode."""
-
-    NEW = "new"  # made at this event: its mode is chosen by the support pass
-    STICK = "stick"  # normal rows and stick rows (tangents, torsion); static friction
-    SLIDE = "slide"  # normal rows only; kinetic friction along the sliding direction
-    FRICTIONLESS = "frictionless"  # normal rows only; mu_s = 0
 
 
 #: which hinges build their rows in one compiled call (:mod:`sim.contact.row_kernel`, numba):
@@ -56,7 +46,7 @@ def _compiled(h) -> bool:
 
 
 # ------------------------------------------------------------- contact hinge
-class ContactHinge(Constraint):
+class ContactHinge(HingeSupport, Constraint):
     """The temporary hinge of one contacting pair (its rows: see :mod:`sim.contact`).
 
     Args:
@@ -67,10 +57,11 @@ class ContactHinge(Constraint):
         mu: (mu_static, mu_kinetic).
 
     Its state: the support (``points`` held, ``dependent`` on them, ``candidates``, ``spare``
-    vertices), ``region`` (:class:`Region`), ``mode`` (:class:`Mode`) and ``slide_dir``. The
+    vertices, the ``carrier`` it rides on or the hinges it ``carried``), ``region`` (:class:`Region`),
+    ``mode`` (:class:`Mode`) and ``slide_dir``. The
     contact source changes it through the transitions (:meth:`begin`, :meth:`stick`,
     :meth:`slide`, :meth:`follow`, :meth:`reshape`, :meth:`reset_support`, :meth:`hold`,
-    :meth:`set_basis`, :meth:`move_support`, :meth:`detach`/:meth:`attach`), each of which
+    :meth:`set_basis`, :meth:`ride`, :meth:`move_support`, :meth:`detach`/:meth:`attach`), each of which
     drops what was derived from the old state (:meth:`invalidate`).
     """
 
@@ -108,6 +99,12 @@ class ContactHinge(Constraint):
         # the forces compressive and inside the friction pyramid (force_inequalities)
         self.controlled = False
         self.announced = False  # its contact_made was logged (the source logs contact_broken then)
+        # a hinge whose support points all lie in the plane of another's held points between the same
+        # two bodies (a plank across two blocks) rides on that one, its ``carrier``: it holds no rows,
+        # its points are dependent on the carrier's held points, and the carrier's support margin and
+        # friction cover them (the carrier lists its riders in ``carried``); see :meth:`ride`
+        self.carrier: ContactHinge | None = None
+        self.carried: list[ContactHinge] = []
         self.version = 0  # moves whenever the support, mode or normals change (invalidate)
         self._anchor_a = None  # the stick rows' anchor (A's joint frame, m), set at stick onset
         self._tangents_b = _tangents(self.normal_b)
@@ -152,8 +149,8 @@ class ContactHinge(Constraint):
 
     def stick_row_count(self) -> int:
         """How many stick rows it has: none unless sticking; t1, t2 and, for an edge or a face,
-        the torsion about the normal."""
-        if self.mode != _STICK:
+        the torsion about the normal; none while it rides on a carrier (whose stick rows hold it)."""
+        if self.mode != _STICK or self.carrier is not None:
             return 0
         return 3 if self.region in _WITH_TORSION else 2
 
@@ -170,52 +167,6 @@ class ContactHinge(Constraint):
 
     def describe(self) -> str:
         return f"contact {self.label}: {self.region}, {len(self.support())} points, {self.mode}"
-
-    def support(self) -> list[SupportPoint]:
-        """Every support point: the held ones, then the dependent ones."""
-        return self.points + self.dependent
-
-    def positions(self, pts: Sequence[SupportPoint], sides=None) -> np.ndarray:
-        """World positions (k, 3) of support points (m), each on its owner."""
-        sides = sides or self.sides()
-        if not pts:
-            return np.zeros((0, 3))
-        return np.array([sides[p.owner][0].point(p.local_a) for p in pts])
-
-    def support_margin(self, fn: np.ndarray, sides=None) -> float:
-        """The largest smallest normal force (N) over the compressive distributions of the held
-        points' forces ``fn`` (k,) on the whole support.
-
-        The dependent points carry no rows: a force moved onto one of them is taken off the held
-        points by its affine coefficients (the same resultant and moment). The margin is positive
-        while the centre of pressure is strictly inside the support polygon and reaches zero where
-        it leaves it; without dependent points it is ``min(fn)``."""
-        if not self.dependent:
-            return float(fn.min(initial=np.inf))
-        return _support_margin(fn, self.affine(sides))
-
-    def affine(self, sides=None) -> np.ndarray:
-        """Affine coordinates (d, k) of the dependent points in the held points (rows sum to 1).
-
-        Constant while every support point is a material point of one body; recomputed from the
-        positions otherwise (points of both bodies move relative to each other when sliding)."""
-        key = (self.version, self.mech.state_version)
-        if self._affine is not None:
-            old, C, rigid = self._affine
-            if old[0] == key[0] and (rigid or old[1] == key[1]):
-                return C
-        sides = sides or self.sides()
-        Xb, Xd = self.positions(self.points, sides), self.positions(self.dependent, sides)
-        A = np.vstack([Xb.T, np.ones(len(Xb))])
-        B = np.vstack([Xd.T, np.ones(len(Xd))])
-        C = np.linalg.lstsq(A, B, rcond=None)[0].T
-        self._affine = (key, C, self._rigid)
-        return C
-
-    @property
-    def _rigid(self) -> bool:
-        sup = self.support()
-        return len({p.owner for p in sup}) == 1 and not any(p.crossing for p in sup)
 
     def rows(self):
         """``(phi, J, drift, G)``: gaps (m), Jacobian rows, drifts and force rows of all its rows
@@ -323,7 +274,9 @@ class ContactHinge(Constraint):
                  np.array([self.points[i].local_o for i in idx], dtype=float),
                  np.array([self.points[i].radius for i in idx], dtype=float))
                 for owner in (0, 1) if (idx := np.flatnonzero(own == owner)).size]
-            self._group_mean = np.mean([p.radius for p in self.points]) if self.points else math.nan
+            # (a rider holds no points: its support's radius, for its sliding velocity)
+            sup = self.points or self.dependent
+            self._group_mean = np.mean([p.radius for p in sup]) if sup else math.nan
             self._group_key = key
         return self._group_cache
 
@@ -334,7 +287,7 @@ class ContactHinge(Constraint):
         return self._group_mean
 
     def _normal_rows(self, sides):
-        return normal_rows(self, sides, *(self._sliding_direction(*sides[0]) if self.mode == _SLIDE else (None, False)))
+        return sliding_normal_rows(self, sides, *(self._sliding_direction(*sides[0]) if self.mode == _SLIDE else (None, False)))
 
     def _stick_block(self, A: _Body, B: _Body, n: np.ndarray, k: int):
         if self._rolls:  # (a ball's point, or a cylinder's side: its line, sec. sim.contact.curved)
@@ -401,13 +354,22 @@ class ContactHinge(Constraint):
 
     def sliding_friction(self, fn: np.ndarray) -> np.ndarray:
         """The kinetic friction on A (N, world (3,)) of a sliding contact whose held points carry the
-        normal forces ``fn`` (k,) N: ``-mu_k fn_i u_i`` summed, u_i each point's sliding direction."""
+        normal forces ``fn`` (k,) N: ``-mu_k fn_i u_i`` summed, u_i each point's sliding direction (over
+        its whole support, ``fn`` spread by :meth:`spread_weights`, when it carries other hinges)."""
         sides = self.sides()
         A, B, n = sides[0]
         u, own = self._sliding_direction(A, B, n)
         if not own:
             return FrictionLaw.kinetic_force(fn, u, self.mu_k)
-        x = self.positions(self.points, sides) - np.array([p.radius for p in self.points])[:, None] * n
+        pts = self.points
+        if self.carried:  # (spread over the whole support, as its rows: rows.spread_friction_rows)
+            pts = self.support()
+            X = np.vstack([self.positions(pts, sides)] + [r.positions(r.dependent) for r in self.carried])
+            fn = self.spread_weights(sides).dot(fn)
+            pts = pts + [p for r in self.carried for p in r.dependent]
+        else:
+            X = self.positions(pts, sides)
+        x = X - np.array([p.radius for p in pts])[:, None] * n
         return FrictionLaw.kinetic_force(fn, FrictionLaw.slide_directions(A.velocity(x) - B.velocity(x), n, u), self.mu_k)
 
     def centroid_local(self) -> np.ndarray:
@@ -539,73 +501,8 @@ class ContactHinge(Constraint):
         self.spare_geometry = [s for s in g.spare if not _coincides(s, self.points)]
         self.spare = list(self.spare_geometry)
         self.faces = g.faces
+        self._leave_carrier()
         self.invalidate()
-
-    def reset_support(self, controlled: bool) -> None:
-        """Hold every candidate point again (the support pass starts from them); ``controlled``:
-        whether a controller holds it (see :meth:`force_inequalities`)."""
-        self.stick_keep[:] = True
-        self.points, self.dependent, self.spare = list(self.candidates), [], list(self.spare_geometry)
-        self.controlled = controlled
-        self.invalidate()
-
-    def release(self, point: SupportPoint) -> None:
-        """Give up a support point: it becomes a spare vertex, watched for touching down."""
-        self.spare.append(point)
-
-    def hold(self, points: list[SupportPoint]) -> None:
-        """Hold these support points (every one; the basis is chosen again) and every stick row."""
-        self.points, self.dependent = points, []
-        self.stick_keep[:] = True
-        self.invalidate(rows_only=True)
-
-    def keep_stick_rows(self, keep: list[bool]) -> None:
-        """Which of its stick rows are held (the first ``len(keep)``)."""
-        for i, k in enumerate(keep):
-            self.stick_keep[i] = k
-        self.invalidate(rows_only=True)
-
-    def set_basis(self, basis: list[int], dependent: list[int], unsupported: list[int]) -> None:
-        """Of its held points (by index): hold ``basis``, make ``dependent`` dependent points, and
-        watch ``unsupported`` as spare vertices."""
-        self.spare += [self.points[i] for i in unsupported]
-        self.points, self.dependent = [self.points[i] for i in basis], [self.points[i] for i in dependent]
-        self.invalidate()
-
-    def update_region(self, sides=None) -> None:
-        """The region of its support points (a ball's point stays a point)."""
-        if self.region != Region.POINT:
-            self.region = _region(self.positions(self.support(), sides))
-
-    def support_state(self) -> tuple:
-        """Its support as it is (held, dependent and spare points, stick rows held), for :meth:`restore`."""
-        return list(self.points), list(self.dependent), list(self.spare), self.stick_keep.copy()
-
-    def restore(self, state: tuple) -> None:
-        """The support as :meth:`support_state` gave it."""
-        points, dependent, spare, keep = state
-        self.points, self.dependent, self.spare = list(points), list(dependent), list(spare)
-        self.stick_keep[:] = keep
-        self.invalidate()
-
-    def move_support(self, support: list[SupportPoint], moved: bool) -> None:
-        """Its support points (held, then dependent, as :meth:`support`) re-placed; ``moved``:
-        whether any point changed (crossing points following their edges)."""
-        k = len(self.points)
-        self.points, self.dependent = support[:k], support[k:]
-        if moved:
-            self.invalidate()
-
-    def arm_spares(self) -> None:
-        """Watch the spare vertices from where they are: one already slightly below the surface
-        (a dropped redundant point) fires when it sinks a further ``penetration_tolerance``."""
-        sides = self.sides()
-        spares = []
-        for s in self.spare:
-            P, Q, k = sides[s.owner]
-            gap = float((P.point(s.local_a) - Q.point(s.local_o)) @ k)
-            spares.append(SupportPoint(s.local_a, s.local_o, s.radius, s.owner, min(gap, 0.0)))
-        self.spare = spares
 
     def detach(self) -> None:
         """No rows while the support LCP applies its forces as external forces."""

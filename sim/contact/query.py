@@ -29,7 +29,9 @@ class ContactState:
         normal: the contact normal (3,) (world, unit), from the other body into this one.
         normal_forces: the normal force (N) at each support point (k,), as the solve distributes
             it: the held points carry it, the dependent ones 0 (any compressive redistribution over
-            the support gives the same motion).
+            the support gives the same motion); a contact riding on another of the same two bodies
+            in one plane (:meth:`~sim.contact.hinge_support.HingeSupport.ride`) has only dependent
+            points, the other carrying its load.
         force: the whole contact force on this body (3,) (N, world): normal forces and friction.
     """
 

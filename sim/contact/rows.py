@@ -266,6 +266,48 @@ def normal_rows(h, sides, u: np.ndarray | None, own: bool):
     return tuple(out)
 
 
+def sliding_normal_rows(h, sides, u: np.ndarray | None, own: bool):
+    """:func:`normal_rows`, the kinetic friction spread over the whole support of a hinge that carries
+    others (:func:`spread_friction_rows`)."""
+    rows = normal_rows(h, sides, u, own)
+    return spread_friction_rows(h, rows, u, own) if u is not None and own and h.carried else rows
+
+
+def spread_friction_rows(h, rows, u: np.ndarray, own: bool):
+    """Hinge h's sliding normal rows ``rows`` with the kinetic friction spread over its whole support
+    (held, dependent and carried points), each point along its own direction.
+
+    Its held points' forces are one distribution among equivalent ones (the same resultant and moments
+    of the normal forces); carrying another contact's points (a plank across two blocks) they are far
+    from any physical one (tens of newtons pulling and pushing a few centimetres apart), and friction
+    along directions that differ from point to point (the contact turning) would then drive the turn
+    instead of braking it. So each held force is spread by :meth:`ContactHinge.spread_weights` (the
+    least-squares distribution over every support point) before each point's friction is taken."""
+    phi, J, drift, G = rows
+    W = h.spread_weights()  # (k + d, k)
+    F = [G - J]
+    for x, pts, ux in [(h, h.dependent, u)] + [(r, r.dependent, u if r.joints == h.joints else -u) for r in h.carried]:
+        if pts:
+            F.append(_friction_rows(x, x.sides(), pts, ux, own))
+    F = np.vstack(F)
+    return phi, J, drift, J + W.T.dot(F)
+
+
+def _friction_rows(h, sides, pts, u: np.ndarray, own: bool) -> np.ndarray:
+    """The kinetic friction rows (len(pts), nv) of support points ``pts`` of hinge h (no edge
+    crossings: those have no friction row here), A sliding along u relative to B."""
+    out = np.zeros((len(pts), h.mech.nv))
+    for owner in (0, 1):
+        idx = [i for i, p in enumerate(pts) if p.owner == owner and p.edges is None]
+        if idx:
+            la = np.array([pts[i].local_a for i in idx], dtype=float)
+            lo = np.array([pts[i].local_o for i in idx], dtype=float)
+            rad = np.array([pts[i].radius for i in idx], dtype=float)
+            _, Jp, _, Gp = _gap_rows(*sides[owner], la, lo, rad, u if owner == 0 else -u, h.mu_k, own)
+            out[idx] = Gp - Jp
+    return out
+
+
 def anchor_stick_block(h, A: _Body, B: _Body, n: np.ndarray, k: int):
     """Hinge h's stick rows at its anchor (fixed in A): the tangents (fixed in B) and, when
     ``k == 3``, the torsion about n. Returns ``(phi, J, drift, G)`` with k rows."""

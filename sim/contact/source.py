@@ -204,8 +204,9 @@ class ContactSource(EventSource):
 
     def _force_guards(self, h: ContactHinge, lam: np.ndarray) -> list[float]:
         """The guards that depend on the forces (the statements): support margin, stick or slide
-        (none for a controlled hinge: the solve keeps its forces compressive and in the pyramid)."""
-        if h.controlled:
+        (none for a controlled hinge: the solve keeps its forces compressive and in the pyramid; none
+        for a hinge that rides on a carrier: the carrier's guards cover its points and friction)."""
+        if h.controlled or h.carrier is not None:
             return []
         if len(lam) == 3 and len(h.points) == 1 and h.stick_row_count() == 2 and not h.dependent:
             # one point sticking with both stick rows (a resting ball): the lines below on floats
@@ -520,8 +521,8 @@ class ContactSource(EventSource):
         sol = sim.solve_now()
         changed = False
         for h in self.hinges.values():
-            if h.controlled and h.mode == Mode.STICK:
-                continue  # its friction stays in the pyramid (force_inequalities)
+            if h.controlled and h.mode == Mode.STICK or h.carrier is not None:
+                continue  # its friction stays in the pyramid (force_inequalities), or is its carrier's
             fn, ft = h.forces(_multipliers_of(sol, h))
             # the same test as the slip guard (which fires at <= 0), so a handled event never repeats
             if h.mode == Mode.STICK and FrictionLaw.slips(h.mu_s, fn, ft):

@@ -52,6 +52,14 @@ def _affine_residual(Xb: np.ndarray, Xd: np.ndarray) -> np.ndarray:
     return np.linalg.norm(A @ c - B, axis=0)
 
 
+def affine_coordinates(Xb: np.ndarray, Xd: np.ndarray) -> np.ndarray:
+    """Affine coordinates (d, k) of the points Xd (d, 3) in the points Xb (k, 3) (m; each row sums to
+    1; least squares where Xb's points are affinely dependent)."""
+    A = np.vstack([Xb.T, np.ones(len(Xb))])
+    B = np.vstack([Xd.T, np.ones(len(Xd))])
+    return np.linalg.lstsq(A, B, rcond=None)[0].T
+
+
 # ----------------------------------------------------------- support-set LCP
 def _support_qp(A: np.ndarray, s0: np.ndarray, normal: np.ndarray, t: float) -> np.ndarray:
     """``min 1/2 lam^T (A_sym + eps I) lam + s0^T lam`` with ``lam >= 0`` on the normal rows.

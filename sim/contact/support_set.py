@@ -156,6 +156,13 @@ def choose_bases(src, sim, hinges, held: np.ndarray) -> None:
     left (the centre of pressure leaves the support polygon), not whenever the load leaves the
     held triangle. A support point dependent through other constraints only (not in its own
     hinge's plane) is watched as a spare vertex instead. Also sets each hinge's ``stick_keep``.
+
+    Where every support point of a hinge lies in the plane of another hinge's held points between
+    the same two bodies, with the same normal and friction (a plank across two blocks: all eight
+    points in one plane), its rows are dependent on that hinge's, and held first, that hinge's stick
+    and normal rows would leave it none: it rides on that hinge (:meth:`ContactHinge.ride`), its points
+    dependent on the other's held ones, so the plank rests on both blocks and its centre of pressure
+    may lie anywhere in the two contacts' common support polygon.
     """
     chosen: list[np.ndarray] = []
 
@@ -181,13 +188,45 @@ def choose_bases(src, sim, hinges, held: np.ndarray) -> None:
     # last: its rows are held only where the others leave them free (held first, its friction rows
     # took the place of the ground's corners and carried weight between the boxes)
     unloaded = getattr(src, "_unloaded", set())
+    riders = _riders(hinges, held, offsets)
     for last in (False, True):
-        _add_group(add, hinges, full, held, offsets, [j for j, h in enumerate(hinges) if (h.pair in unloaded) == last])
+        _add_group(add, hinges, full, held, offsets,
+                   [j for j, h in enumerate(hinges) if (h.pair in unloaded) == last and j not in riders])
+    for j, i in riders.items():
+        if not _ride(hinges[j], hinges[i], held[offsets[j]:offsets[j + 1]]):
+            _add_group(add, hinges, full, held, offsets, [j])  # its carrier's basis does not span its points
     for h in hinges:
-        if not h.points:
+        if not h.points and h.carrier is None:
             src._remove(sim, h.pair, "no compressive support")
         else:
             h.update_region()
+
+
+def _riders(hinges, held: np.ndarray, offsets) -> dict[int, int]:
+    """Which hinge rides on which (indices into ``hinges``): hinge j on the first earlier hinge i, itself
+    no rider, between the same two bodies with the same friction and surface normal, that has every
+    held candidate point of j in the affine hull of its own held candidates (within ``PLANE_TOL``)."""
+    out: dict[int, int] = {}
+    X = [h.positions([p for p, m in zip(h.points, held[offsets[j]:offsets[j + 1]]) if m])
+         for j, h in enumerate(hinges)]
+    for j, h in enumerate(hinges):
+        for i in range(j):
+            if i not in out and len(X[j]) and len(X[i]) >= 3 and hinges[i].shares_plane(h) \
+                    and float(_affine_residual(X[i], X[j]).max()) <= PLANE_TOL:
+                out[j] = i
+                break
+    return out
+
+
+def _ride(h: ContactHinge, carrier: ContactHinge, held: np.ndarray) -> bool:
+    """Let h ride on ``carrier`` (its ``held`` candidates dependent on the carrier's held points),
+    if the carrier's basis spans them; False (h as it was) if it does not."""
+    support = [i for i in range(len(h.points)) if held[i]]
+    if not carrier.points or float(_affine_residual(carrier.positions(carrier.points), h.positions(
+            [h.points[i] for i in support])).max()) > PLANE_TOL:
+        return False
+    h.ride(carrier, support, [i for i in range(len(h.points)) if not held[i]])
+    return True
 
 
 def _add_group(add, hinges, full, held, offsets, group) -> None:
