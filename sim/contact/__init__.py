@@ -25,7 +25,9 @@ inverse dynamic control are all included) give the LCP ``lam >= 0, s >= 0, lam .
 solved as ``min 1/2 lam^T (A_sym + eps I) lam + s0^T lam, lam >= 0`` by `controlkit.qp.solve_qp` (exact
 for forward dynamics, where A is the symmetric Delassus matrix). The small regularization
 picks the least-squares forces among equivalent ones, so redundant points (four corners of
-a box on a table) share the load instead of breaking the solve.
+a box on a table) share the load instead of breaking the solve. Contacts between the same two
+bodies in one plane (a plank across two blocks, a stool's four legs on the ground) share one
+support: the first one's held points carry them all (:class:`~sim.contact.hinge_support.HingeSupport`).
 
 :class:`ContactSource` is the event source (velocity kind) that watches, for every
 pair of the collision world:
