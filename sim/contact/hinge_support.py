@@ -51,23 +51,24 @@ class HingeSupport:
         carrier's covers its points)."""
         if self.carrier is not None:
             return math.inf
-        if self.carried:
-            C = self.carried_affine(sides)
-            return _support_margin(fn, np.vstack([self.affine(sides), C]) if self.dependent else C)
-        if not self.dependent:
+        if not self.dependent and not self.carried:
             return float(fn.min(initial=np.inf))
-        return _support_margin(fn, self.affine(sides))
+        return _support_margin(fn, self.dependent_affine(sides))
 
     def spread_weights(self, sides=None) -> np.ndarray:
         """W (k + d, k): the least-squares distribution ``W fn`` over its support points (held, dependent,
         then the carried hinges' points) of its held points' normal forces fn (k,), with the same
         resultant and moments: ``min |fn - C^T mu|^2 + |mu|^2`` over the dependent forces mu, C their
         affine coordinates in the held points."""
-        C = self.affine(sides) if self.dependent else np.zeros((0, len(self.points)))
-        if self.carried:
-            C = np.vstack([C, self.carried_affine(sides)])
+        C = self.dependent_affine(sides)
         M = np.linalg.solve(np.eye(len(C)) + C.dot(C.T), C)  # (d, k)
         return np.vstack([np.eye(len(self.points)) - C.T.dot(M), M])
+
+    def dependent_affine(self, sides=None) -> np.ndarray:
+        """Affine coordinates (d, k) in its held points of every point dependent on them: its own
+        dependent points (:meth:`affine`), then the points of the hinges it carries (:meth:`carried_affine`)."""
+        C = self.affine(sides) if self.dependent else np.zeros((0, len(self.points)))
+        return np.vstack([C, self.carried_affine(sides)]) if self.carried else C
 
     def carried_affine(self, sides=None) -> np.ndarray:
         """Affine coordinates (d, k) of the support points of the hinges it carries in its held points

@@ -42,22 +42,26 @@ def _spread_order(X: np.ndarray, idx: Sequence[int]) -> list[int]:
     return [idx[i] for i in order]
 
 
+def _affine_fit(Xb: np.ndarray, Xd: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The homogeneous points A (4, k) of Xb (k, 3), B (4, d) of Xd (d, 3), and the least-squares c
+    (k, d) of ``A c = B``."""
+    A = np.vstack([Xb.T, np.ones(len(Xb))])
+    B = np.vstack([Xd.T, np.ones(len(Xd))])
+    return A, B, np.linalg.lstsq(A, B, rcond=None)[0]
+
+
 def _affine_residual(Xb: np.ndarray, Xd: np.ndarray) -> np.ndarray:
     """Distance (m) of each point of Xd (d, 3) from the affine hull of the points Xb (k, 3)."""
     if not len(Xb):
         return np.full(len(Xd), np.inf)
-    A = np.vstack([Xb.T, np.ones(len(Xb))])
-    B = np.vstack([Xd.T, np.ones(len(Xd))])
-    c = np.linalg.lstsq(A, B, rcond=None)[0]
+    A, B, c = _affine_fit(Xb, Xd)
     return np.linalg.norm(A @ c - B, axis=0)
 
 
 def affine_coordinates(Xb: np.ndarray, Xd: np.ndarray) -> np.ndarray:
     """Affine coordinates (d, k) of the points Xd (d, 3) in the points Xb (k, 3) (m; each row sums to
     1; least squares where Xb's points are affinely dependent)."""
-    A = np.vstack([Xb.T, np.ones(len(Xb))])
-    B = np.vstack([Xd.T, np.ones(len(Xd))])
-    return np.linalg.lstsq(A, B, rcond=None)[0].T
+    return _affine_fit(Xb, Xd)[2].T
 
 
 # ----------------------------------------------------------- support-set LCP
