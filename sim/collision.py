@@ -290,28 +290,31 @@ class CollisionWorld:
             for k in self._coal_pairs:
                 d[k] = pin.computeDistance(gm, gd, k).min_distance
                 if not d[k] > COAL_FAILED:
-                    d[k] = self._recovered_distance(k)
+                    d[k] = self._recovered(k)[0]
             if len(self._box_index):
                 d[self._box_index] = self._box_sat()[0]
             self._dist = d
         return self._dist.copy()
 
-    def _recovered_distance(self, k: int) -> float:
-        """Pair k's distance (m) at the placed state where coal's came back as its failure value
-        (coal 3.0.3: -1.8e308 for a brick's edge resting on another brick's face, the brick stack at
-        0.52 s from offset 1.4e-12 m): two boxes' by the separating-axis test, others' by coal's
+    def _recovered(self, k: int) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+        """Pair k at the placed state where coal's distance came back as its failure value (coal
+        3.0.3: -1.8e308 m for a brick's edge resting on another brick's face, the brick stack at 0.52 s
+        from offset 1.4e-12 m): its distance (m), witness points on a and b (m, world) and normal
+        (world, unit, from a towards b); two boxes' by the separating-axis test, others' by coal's
         distance on the two shapes alone."""
         ia, ib = self.pair_indices[k]
         objs, oMg = self.gmodel.geometryObjects, self.gdata.oMg
         ga, gb = objs[ia].geometry, objs[ib].geometry
         Ma, Mb = oMg[ia], oMg[ib]
         if isinstance(ga, coal.Box) and isinstance(gb, coal.Box):
-            return float(box_separations(np.array([ga.halfSide]), Ma.rotation[None], Ma.translation[None],
-                                         np.array([gb.halfSide]), Mb.rotation[None], Mb.translation[None])[0][0])
+            d, n = box_separations(np.array([ga.halfSide]), Ma.rotation[None], Ma.translation[None],
+                                   np.array([gb.halfSide]), Mb.rotation[None], Mb.translation[None])
+            dist, n = float(d[0]), n[0]
+            return (dist, *self._box_witness(k, dist, n), n)
         res = coal.DistanceResult()
         coal.distance(ga, coal.Transform3s(Ma.rotation, Ma.translation), gb, coal.Transform3s(Mb.rotation, Mb.translation),
                       coal.DistanceRequest(), res)
-        return float(res.min_distance)
+        return _coal_answer(res)
 
     def _box_sat(self) -> tuple[np.ndarray, np.ndarray]:
         """The box pairs at the placed state: their separations (m) by the separating-axis test and
@@ -338,8 +341,8 @@ class CollisionWorld:
         the middle of where a's support lies over b's extent (its bounding box in b's frame, clipped
         to b), on either support plane."""
         ia, ib = self.pair_indices[k]
-        i = int(np.searchsorted(self._box_index, k))
-        ha, hb = self._box_half[0][i], self._box_half[1][i]
+        objs = self.gmodel.geometryObjects  # (any two boxes: the registered ones, and coal's failures)
+        ha, hb = (np.asarray(objs[i].geometry.halfSide, dtype=float) for i in (ia, ib))
         Ma, Mb = self.gdata.oMg[ia], self.gdata.oMg[ib]
         Sa, Sb = _support_corners(ha, Ma, n), _support_corners(hb, Mb, -n)
         if len(Sa) == 2 and len(Sb) == 2:
@@ -389,12 +392,9 @@ class CollisionWorld:
                 dist, n = self._box_axis(k)
                 pa, pb = self._box_witness(k, dist, n)
             else:
-                res = gd.distanceResults[k] if fresh else pin.computeDistance(gm, gd, k)
-                dist = float(res.min_distance)
-                pa, pb = np.array(res.getNearestPoint1()), np.array(res.getNearestPoint2())
-                n = np.array(res.normal, dtype=float)
-                nn = np.linalg.norm(n)
-                n = n / nn if nn > 0 else n
+                dist, pa, pb, n = _coal_answer(gd.distanceResults[k] if fresh else pin.computeDistance(gm, gd, k))
+                if not dist > COAL_FAILED:
+                    dist, pa, pb, n = self._recovered(k)
             c = Contact(k, *self.names[k], *self.bodies[k], dist, pa, pb, n)
             if jacobians:
                 ja, jb = self.joints[k]
@@ -502,6 +502,15 @@ def _dot3(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Dot products over the last axis (3) (elementwise, so the same inputs give the same bits
     whatever the arrays' memory alignment)."""
     return x[..., 0] * y[..., 0] + x[..., 1] * y[..., 1] + x[..., 2] * y[..., 2]
+
+
+def _coal_answer(res) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+    """A coal distance result as (distance m, witness point on a, on b (m, world), unit normal from a
+    towards b (world; zero when coal gives none))."""
+    n = np.array(res.normal, dtype=float)
+    nn = np.linalg.norm(n)
+    return (float(res.min_distance), np.array(res.getNearestPoint1()), np.array(res.getNearestPoint2()),
+            n / nn if nn > 0 else n)
 
 
 def box_separations(ha: np.ndarray, Ra: np.ndarray, ta: np.ndarray, hb: np.ndarray, Rb: np.ndarray,

@@ -226,8 +226,9 @@ d = w.distances(q)[k]
 ia, ib = w.pair_indices[k]
 Ma, Mb = w.gdata.oMg[ia], w.gdata.oMg[ib]
 h = np.array([[0.1, 0.05, 0.03]])
-sat = box_separations(h, Ma.rotation[None], Ma.translation[None], h, Mb.rotation[None], Mb.translation[None])[0][0]
-print(d, sat)
+sat, axis = box_separations(h, Ma.rotation[None], Ma.translation[None], h, Mb.rotation[None], Mb.translation[None])
+c = w.contacts(q, which=[k], jacobians=False)[0]
+print(d, sat[0], c.distance, float(c.normal @ axis[0]), float(np.linalg.norm(c.point_a - c.point_b)))
 """
 _EDGE_ON_FACE_Q = [
     1.4384625153364229e-12, 1.3595271124153917e-17, 0.03, -3.494335441909118e-16, -1.508526495438999e-16,
@@ -243,6 +244,8 @@ def test_a_distance_coal_gives_up_on_is_recovered_by_the_separating_axis_test():
     # guard reading it fired, and the bench read the run as 1.8e308 m deep
     from contact_cases import in_fresh_interpreter
 
-    d, sat = (float(x) for x in in_fresh_interpreter(_EDGE_ON_FACE.format(q=_EDGE_ON_FACE_Q)).split())
+    d, sat, contact, along, apart = (float(x) for x in in_fresh_interpreter(_EDGE_ON_FACE.format(q=_EDGE_ON_FACE_Q)).split())
     assert abs(sat) < 1e-9  # touching
     assert d == pytest.approx(sat, abs=1e-12)
+    # the contact record too: that distance, the test's axis, witness points that touch
+    assert contact == pytest.approx(sat, abs=1e-12) and along == pytest.approx(1.0, abs=1e-12) and apart < 1e-9
