@@ -180,12 +180,18 @@ def box_on_ground(
     return s.build()
 
 
+def _slope_rotation(name: str, angle: float) -> np.ndarray:
+    """The rotation (3, 3) by ``angle`` (rad, in [0, pi/2); else a ModelError naming ``name``) about y:
+    a slope downhill toward +x, R[:, 2] its normal."""
+    if not (0.0 <= angle < math.pi / 2):
+        raise ModelError(f"{name}: angle must be in [0, pi/2) rad, got {angle!r}")
+    return pin.exp3(np.array([0.0, angle, 0.0]))
+
+
 def _slope_scene(name: str, angle: float) -> tuple[Scene, np.ndarray]:
     """A scene ``name`` holding a ``slope``: a half-space through the origin inclined by ``angle``
     (rad, in [0, pi/2)) about y, downhill toward +x; and its rotation R (3, 3) (R[:, 2] its normal)."""
-    if not (0.0 <= angle < math.pi / 2):
-        raise ModelError(f"{name}: angle must be in [0, pi/2) rad, got {angle!r}")
-    R = pin.exp3(np.array([0.0, angle, 0.0]))
+    R = _slope_rotation(name, angle)
     s = Scene(name)
     g, gp = ground_body("slope", tilt=R)
     s.add(g, gp, fixed=True)
@@ -398,12 +404,10 @@ def plank_on_blocks(
     downhill toward +x, as :func:`box_on_slope`. ``info``: ``angle``, ``normal``, ``downhill`` (unit
     vectors).
     """
-    if not (0.0 <= angle < math.pi / 2):
-        raise ModelError(f"plank_on_blocks: angle must be in [0, pi/2) rad, got {angle!r}")
+    R = _slope_rotation("plank_on_blocks", angle)
     if not abs(offset) < (plank[0] - span + block[0]) / 2:  # (it overlaps both blocks' tops)
         raise ModelError(f"plank_on_blocks: a plank {plank[0]!r} m long at offset {offset!r} m does not rest on "
                          f"both blocks ({block[0]!r} m wide, {span!r} m apart)")
-    R = pin.exp3(np.array([0.0, angle, 0.0]))
     s = Scene("plank_on_blocks")
     for name, x in (("left", -span / 2), ("right", span / 2)):
         b, _ = ground_body(name, block[:2], block[2], halfspace=False, material="wood")
