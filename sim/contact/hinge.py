@@ -265,6 +265,17 @@ class ContactHinge(HingeSupport, Constraint):
         J = self.jacobian()[k:]
         return bool(len(J)) and float(np.abs(J @ v).max()) > tol
 
+    def still(self, v: np.ndarray, tol: float = SLIP_SPEED) -> bool:
+        """Whether a sticking hinge's bodies do not move relative to each other along its stick rows,
+        held or dropped as dependent (``|J v| <= tol``, m/s or rad/s, at v); False unless sticking at
+        material points (a ball or a cylinder rolls while its stick rows see no slip)."""
+        n = self.stick_row_count()
+        if not n or self._rolls:
+            return False
+        k = len(self.points)
+        J = self.rows()[1][k:k + n]
+        return float(np.abs(J.dot(v)).max()) <= tol
+
     @property
     def _rolls(self) -> bool:
         """A ball's point contact: its stick rows are rolling rows at the current contact point."""

@@ -390,6 +390,8 @@ class ContactSource(EventSource):
                 sim.mech.set_state(sim.q, sim.v, check=False)
                 self.world.place(sim.q, True)
                 placed = True
+            if h.mode == _STICK and not h.controlled and h.still(sim.v):
+                continue  # (its bodies do not move relative to each other: its crossings stay where they are)
             sides = h.sides()
             changed = False
             for i in edges:
