@@ -394,24 +394,38 @@ def plank_on_blocks(
     mass: float = 2.0,
     block: Sequence[float] = (0.2, 0.2, 0.1),
     span: float = 0.6,
+    block_mass: float | None = None,
+    right_first: bool = False,
 ) -> BuiltMechanism:
-    """A ``plank`` laid flat across two fixed blocks, ``left`` and ``right``: one body resting on
-    two contacts with the same body (the world), in one plane.
+    """A ``plank`` laid flat across two blocks, ``left`` and ``right``.
 
     The blocks (``block`` m: x, y extent and height) have their top faces at z = 0, their centres
     ``span`` (m) apart along x; the plank (size m, mass kg) rests on both, its centre ``offset`` (m)
-    along +x from the middle. The whole scene is inclined by ``angle`` (rad, in [0, pi/2)) about y,
-    downhill toward +x, as :func:`box_on_slope`. ``info``: ``angle``, ``normal``, ``downhill`` (unit
-    vectors).
+    along +x from the middle. With ``block_mass`` None the blocks are fixed to the world (one body
+    resting on two contacts with the same body, in one plane); with a mass (kg) they are free bodies
+    resting on a ``ground`` half-space at z = -block height (the plank's two contacts are with two
+    different bodies). The whole scene is inclined by ``angle`` (rad, in [0, pi/2)) about y, downhill
+    toward +x, as :func:`box_on_slope`. ``right_first``: add the right block first (the same scene,
+    its bodies in another order). ``info``: ``angle``, ``normal``, ``downhill`` (unit vectors).
     """
     R = _slope_rotation("plank_on_blocks", angle)
     if not abs(offset) < (plank[0] - span + block[0]) / 2:  # (it overlaps both blocks' tops)
         raise ModelError(f"plank_on_blocks: a plank {plank[0]!r} m long at offset {offset!r} m does not rest on "
                          f"both blocks ({block[0]!r} m wide, {span!r} m apart)")
+    if block_mass is not None and not block_mass > 0:
+        raise ModelError(f"plank_on_blocks: block_mass must be a positive mass (kg) or None, got {block_mass!r}")
     s = Scene("plank_on_blocks")
-    for name, x in (("left", -span / 2), ("right", span / 2)):
-        b, _ = ground_body(name, block[:2], block[2], halfspace=False, material="wood")
-        s.add(b, pin.SE3(R, R @ np.array([x, 0.0, -block[2] / 2])), fixed=True)
+    if block_mass is not None:
+        g, _ = ground_body(tilt=R)
+        s.add(g, pin.SE3(R, R @ np.array([0.0, 0.0, -0.05 - block[2]])), fixed=True)
+    sides = (("left", -span / 2), ("right", span / 2))
+    for name, x in sides[::-1] if right_first else sides:
+        at = pin.SE3(R, R @ np.array([x, 0.0, -block[2] / 2]))
+        if block_mass is None:
+            b, _ = ground_body(name, block[:2], block[2], halfspace=False, material="wood")
+            s.add(b, at, fixed=True)
+        else:
+            s.add(Body(name, cuboid(*block), mass=block_mass, color=(0.55, 0.55, 0.6, 1.0), material="wood"), at)
     s.add(Body("plank", cuboid(*plank), mass=mass, color=(0.8, 0.6, 0.3, 1.0), material="wood"),
           pin.SE3(R, R @ np.array([offset, 0.0, plank[2] / 2])))
     built = s.build()

@@ -28,6 +28,10 @@ picks the least-squares forces among equivalent ones, so redundant points (four 
 a box on a table) share the load instead of breaking the solve. Contacts between the same two
 bodies in one plane (a plank across two blocks, a stool's four legs on the ground) share one
 support: the first one's held points carry them all (:class:`~sim.contact.hinge_support.HingeSupport`).
+A point whose normal row the held normal rows of other contacts already hold (a plank across two
+free blocks: the second block's points) is *linked*: no row of its own, its share of the load
+taken over by the held rows, one support margin for all the contacts involved
+(:class:`~sim.contact.linked.LinkedSupport`).
 
 :class:`ContactSource` is the event source (velocity kind) that watches, for every
 pair of the collision world:
@@ -66,11 +70,11 @@ from .geometry import Region, SupportPoint
 from .geometry import _box_edges as _box_edges
 from .geometry import _Geometry as _Geometry
 from .hinge import ContactHinge, Mode
-from .query import ContactState, contacts_of
+from .query import ContactForceProbe, ContactState, contacts_of
 from .rows import _edge_geometry as _edge_geometry
 from .rows import _edge_rows as _edge_rows
 from .rows import _rows_on_world as _rows_on_world
-from .source import ContactForceProbe, ContactSource, enable_contacts
+from .source import ContactSource, enable_contacts
 
 # (the private helpers above are re-exported for the tests that check them directly)
 __all__ = ["ContactForceProbe", "ContactHinge", "ContactSource", "ContactState", "FrictionLaw", "FrictionTable", "Mode",

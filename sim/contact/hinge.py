@@ -42,6 +42,8 @@ _POINT = Region.POINT
 def _compiled(h) -> bool:
     """Whether :data:`COMPILED_ROWS` selects the compiled rows for hinge h."""
     which = COMPILED_ROWS
+    if h.group is not None:  # (its force rows are its linked support's: the reference rows)
+        return False
     return which == "all" or which == "balls" and bool(h.points) and (h.balls or h.region == _POINT)
 
 
@@ -82,6 +84,12 @@ class ContactHinge(HingeSupport, Constraint):
         # the other support points: each an affine combination of ``points`` in the contact plane,
         # so holding ``points`` holds them too; forces may be shifted onto them (support_margin)
         self.dependent: list[SupportPoint] = []
+        # support points whose normal rows are combinations of held rows through other bodies (a plank
+        # across two free blocks: its second block's points); their forces are the linked support's
+        self.linked: list[SupportPoint] = []
+        # the linked support it belongs to (sim.contact.linked.LinkedSupport), or None: its support
+        # margin and, while any of that support's hinges slides, its kinetic friction are the group's
+        self.group = None
         self.candidates: list[SupportPoint] = []  # the resting points of the contact region
         self.spare_geometry: list[np.ndarray] = []
         self.spare: list[SupportPoint] = []  # other vertices, watched for touching down
@@ -129,8 +137,12 @@ class ContactHinge(HingeSupport, Constraint):
     # the constraint protocol ------------------------------------------------
     @property
     def ideal(self) -> bool:
-        """Its forces act along its rows unless it slides (kinetic friction)."""
-        return self.mode != _SLIDE or self.detached
+        """Its forces act along its rows unless it slides (kinetic friction) or belongs to a linked
+        support one of whose hinges slides (the friction spread over that support's points)."""
+        if self.detached:
+            return True
+        group = self.group
+        return self.mode != _SLIDE if group is None else not group.sliding()
 
     @property
     def signature(self):
@@ -253,6 +265,17 @@ class ContactHinge(HingeSupport, Constraint):
         J = self.jacobian()[k:]
         return bool(len(J)) and float(np.abs(J @ v).max()) > tol
 
+    def still(self, v: np.ndarray, tol: float = SLIP_SPEED) -> bool:
+        """Whether a sticking hinge's bodies do not move relative to each other along its stick rows,
+        held or dropped as dependent (``|J v| <= tol``, m/s or rad/s, at v); False unless sticking at
+        material points (a ball or a cylinder rolls while its stick rows see no slip)."""
+        n = self.stick_row_count()
+        if not n or self._rolls:
+            return False
+        k = len(self.points)
+        J = self.rows()[1][k:k + n]
+        return float(np.abs(J.dot(v)).max()) <= tol
+
     @property
     def _rolls(self) -> bool:
         """A ball's point contact: its stick rows are rolling rows at the current contact point."""
@@ -275,7 +298,7 @@ class ContactHinge(HingeSupport, Constraint):
                  np.array([self.points[i].radius for i in idx], dtype=float))
                 for owner in (0, 1) if (idx := np.flatnonzero(own == owner)).size]
             # (a rider holds no points: its support's radius, for its sliding velocity)
-            sup = self.points or self.dependent
+            sup = self.points or self.dependent or self.linked
             self._group_mean = np.mean([p.radius for p in sup]) if sup else math.nan
             self._group_key = key
         return self._group_cache
@@ -287,7 +310,9 @@ class ContactHinge(HingeSupport, Constraint):
         return self._group_mean
 
     def _normal_rows(self, sides):
-        return sliding_normal_rows(self, sides, *(self._sliding_direction(*sides[0]) if self.mode == _SLIDE else (None, False)))
+        # (in a linked support the friction is the support's: force_jacobian)
+        sliding = self.mode == _SLIDE and self.group is None
+        return sliding_normal_rows(self, sides, *(self._sliding_direction(*sides[0]) if sliding else (None, False)))
 
     def _stick_block(self, A: _Body, B: _Body, n: np.ndarray, k: int):
         if self._rolls:  # (a ball's point, or a cylinder's side: its line, sec. sim.contact.curved)
@@ -339,6 +364,8 @@ class ContactHinge(HingeSupport, Constraint):
         return self._part(2)
 
     def force_jacobian(self):
+        if self.group is not None and not self.detached:
+            return self.group.force_rows(self, self._part(1))
         return self._part(3)
 
     # contact kinematics -------------------------------------------------------
@@ -355,14 +382,18 @@ class ContactHinge(HingeSupport, Constraint):
     def sliding_friction(self, fn: np.ndarray) -> np.ndarray:
         """The kinetic friction on A (N, world (3,)) of a sliding contact whose held points carry the
         normal forces ``fn`` (k,) N: ``-mu_k fn_i u_i`` summed, u_i each point's sliding direction (over
-        its whole support, ``fn`` spread by :meth:`spread_weights`, when it carries other hinges)."""
+        its whole support, ``fn`` spread by :meth:`spread_weights`, when it carries other hinges; in a linked
+        support ``fn`` (len(support()),) is already the support's spread over all its points)."""
         sides = self.sides()
         A, B, n = sides[0]
         u, own = self._sliding_direction(A, B, n)
         if not own:
             return FrictionLaw.kinetic_force(fn, u, self.mu_k)
         pts = self.points
-        if self.carried:  # (spread over the whole support, as its rows: rows.spread_friction_rows)
+        if self.group is not None:
+            pts = self.support()
+            X = self.positions(pts, sides)
+        elif self.carried:  # (spread over the whole support, as its rows: rows.spread_friction_rows)
             pts = self.support()
             X = np.vstack([self.positions(pts, sides)] + [r.positions(r.dependent) for r in self.carried])
             fn = self.spread_weights(sides).dot(fn)
@@ -494,7 +525,7 @@ class ContactHinge(HingeSupport, Constraint):
         self.balls = g.balls
         self._tangents_b = _tangents(g.normal_b)
         self.candidates = [g.points[i] for i in idx]
-        self.points, self.dependent = list(self.candidates), []
+        self.points, self.dependent, self.linked = list(self.candidates), [], []
         self.region = g.region if len(idx) == len(g.points) else Region.of_count(len(idx), Region.FACE)
         if g.region == Region.POINT:
             self.region = Region.POINT

@@ -24,12 +24,15 @@ class HingeSupport:
     """The support part of a contact hinge. Its state (set up by ``ContactHinge.__init__``):
     ``points`` (held: their normal rows are held), ``dependent`` (affine combinations of the held
     ones in the contact plane), ``candidates`` (the resting points of the contact region),
-    ``spare`` (other vertices, watched for touching down), ``stick_keep`` (which stick rows are
-    held), and ``carrier`` (the hinge it rides on, or None) and ``carried`` (the hinges riding on
-    it); :meth:`ride` says what riding means."""
+    ``spare`` (other vertices, watched for touching down), ``linked`` (points whose rows are
+    combinations of held rows through other bodies: :class:`sim.contact.linked.LinkedSupport`),
+    ``stick_keep`` (which stick rows are held), and ``carrier`` (the hinge it rides on, or None) and
+    ``carried`` (the hinges riding on it); :meth:`ride` says what riding means."""
 
     def support(self) -> list[SupportPoint]:
-        """Every support point: the held ones, then the dependent ones."""
+        """Every support point: the held ones, the dependent ones, then the linked ones."""
+        if self.linked:
+            return self.points + self.dependent + self.linked
         return self.points + self.dependent
 
     def positions(self, pts: Sequence[SupportPoint], sides=None) -> np.ndarray:
@@ -101,6 +104,7 @@ class HingeSupport:
         whether a controller holds it (see :meth:`force_inequalities`)."""
         self.stick_keep[:] = True
         self.points, self.dependent, self.spare = list(self.candidates), [], list(self.spare_geometry)
+        self.linked = []
         self._leave_carrier()
         self.controlled = controlled
         self.invalidate()
@@ -111,7 +115,7 @@ class HingeSupport:
 
     def hold(self, points: list[SupportPoint]) -> None:
         """Hold these support points (every one; the basis is chosen again) and every stick row."""
-        self.points, self.dependent = points, []
+        self.points, self.dependent, self.linked = points, [], []
         self._leave_carrier()
         self.stick_keep[:] = True
         self.invalidate(rows_only=True)
@@ -122,10 +126,13 @@ class HingeSupport:
             self.stick_keep[i] = k
         self.invalidate(rows_only=True)
 
-    def set_basis(self, basis: list[int], dependent: list[int], unsupported: list[int]) -> None:
-        """Of its held points (by index): hold ``basis``, make ``dependent`` dependent points, and
-        watch ``unsupported`` as spare vertices."""
+    def set_basis(self, basis: list[int], dependent: list[int], unsupported: list[int],
+                  linked: Sequence[int] = ()) -> None:
+        """Of its held points (by index): hold ``basis``, make ``dependent`` dependent points and
+        ``linked`` linked points (dependent through other bodies' rows), and watch ``unsupported`` as
+        spare vertices."""
         self.spare += [self.points[i] for i in unsupported]
+        self.linked = [self.points[i] for i in linked]
         self.points, self.dependent = [self.points[i] for i in basis], [self.points[i] for i in dependent]
         self.invalidate()
 
@@ -134,7 +141,7 @@ class HingeSupport:
         no rows of its own, and watch ``unsupported`` as spare vertices. It takes the carrier's friction
         mode (the carrier's stick rows and kinetic friction, on the whole load, act for both)."""
         self.spare += [self.points[i] for i in unsupported]
-        self.points, self.dependent = [], [self.points[i] for i in dependent]
+        self.points, self.dependent, self.linked = [], [self.points[i] for i in dependent], []
         self.carrier = carrier
         self.stick_keep[:] = False
         self.mode, self.slide_dir, self.onset = carrier.mode, carrier.slide_dir, False
@@ -153,15 +160,21 @@ class HingeSupport:
         return other.joints == self.joints[::-1] and float(n @ m) <= PARALLEL_TOL - 1.0
 
     def _leave_carrier(self) -> None:
-        """Ride on no carrier and carry no hinge (the support is chosen again). A rider takes its
-        carrier's mode as it is now (the friction pass changes the carrier's alone); sticking, it
-        anchors its stick rows where it is: its carrier's held its place until now."""
+        """Ride on no carrier, carry no hinge and belong to no linked support (the support is chosen
+        again). A rider takes its carrier's mode as it is now (the friction pass changes the carrier's
+        alone); sticking, it anchors its stick rows where it is: its carrier's held its place until now."""
         c = self.carrier
         if c is not None:
             self.mode, self.slide_dir, self.onset = c.mode, c.slide_dir, c.onset
             if self.mode == _STICK:
                 self.set_anchor()
-        self.carrier, self.carried = None, []
+        self.carrier, self.carried, self.group = None, [], None
+
+    def join(self, group) -> None:
+        """Belong to the linked support ``group`` (:class:`sim.contact.linked.LinkedSupport`), or to none."""
+        if group is not self.group:
+            self.group = group
+            self.invalidate(rows_only=True)
 
     def carry(self, rider: "ContactHinge") -> None:
         """Carry ``rider``'s support points (see :meth:`ride`)."""
@@ -174,24 +187,24 @@ class HingeSupport:
             self.region = _region(self.positions(self.support(), sides))
 
     def support_state(self) -> tuple:
-        """Its support as it is (held, dependent and spare points, stick rows held, carrier and carried
-        hinges, mode), for :meth:`restore`."""
-        return (list(self.points), list(self.dependent), list(self.spare), self.stick_keep.copy(), self.carrier,
-                list(self.carried), self.mode)
+        """Its support as it is (held, dependent, linked and spare points, stick rows held, carrier and
+        carried hinges, mode), for :meth:`restore`."""
+        return (list(self.points), list(self.dependent), list(self.linked), list(self.spare), self.stick_keep.copy(),
+                self.carrier, list(self.carried), self.mode)
 
     def restore(self, state: tuple) -> None:
         """The support as :meth:`support_state` gave it."""
-        points, dependent, spare, keep, self.carrier, carried, self.mode = state
-        self.points, self.dependent, self.spare = list(points), list(dependent), list(spare)
+        points, dependent, linked, spare, keep, self.carrier, carried, self.mode = state
+        self.points, self.dependent, self.linked, self.spare = list(points), list(dependent), list(linked), list(spare)
         self.carried = list(carried)
         self.stick_keep[:] = keep
         self.invalidate()
 
     def move_support(self, support: list[SupportPoint], moved: bool) -> None:
-        """Its support points (held, then dependent, as :meth:`support`) re-placed; ``moved``:
+        """Its support points (held, dependent, then linked, as :meth:`support`) re-placed; ``moved``:
         whether any point changed (crossing points following their edges)."""
-        k = len(self.points)
-        self.points, self.dependent = support[:k], support[k:]
+        k, d = len(self.points), len(self.dependent)
+        self.points, self.dependent, self.linked = support[:k], support[k:k + d], support[k + d:]
         if moved:
             self.invalidate()
 

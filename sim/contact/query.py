@@ -31,7 +31,9 @@ class ContactState:
             it: the held points carry it, the dependent ones 0 (any compressive redistribution over
             the support gives the same motion); a contact riding on another of the same two bodies
             in one plane (:meth:`~sim.contact.hinge_support.HingeSupport.ride`) has only dependent
-            points, the other carrying its load.
+            points, the other carrying its load. In a linked support (:mod:`sim.contact.linked`: a
+            plank across two free blocks) every point's share of the least-squares spread of the
+            support's load over all its points, on which its kinetic friction acts.
         force: the whole contact force on this body (3,) (N, world): normal forces and friction.
     """
 
@@ -79,6 +81,8 @@ def hinge_states(hinges, lam_of, model, body: str) -> list[ContactState]:
         A, B, n = sides[0]
         support = h.support()
         fn, ft = h.forces(lam_of(h))
+        if h.group is not None:  # (its points' share of its linked support's load)
+            fn = h.group.normal_forces(h.mech, lam_of, h)
         on_a = fn.sum() * n + friction_on_a(h, fn, ft)
         sign = 1.0 if side == 0 else -1.0
         forces = np.zeros(len(support))
@@ -95,3 +99,36 @@ def contacts_of(sim, body: str) -> list[ContactState]:
     from every contact source's hinges, with the forces of the simulator's last solve
     (:meth:`sim.simulator.Simulator.contacts_of`)."""
     return sim.contacts_of(body)
+
+
+def pair_forces(hinges, lam_of, mech) -> dict[str, dict]:
+    """Contact forces on A of every hinge at the last solve, by ``"geom_a/geom_b"``.
+
+    Each entry: ``normal`` (N, total), ``friction`` (N, world vector: held by the sticking rows, or
+    ``-mu_k f_n u`` while sliding), ``mode``, ``region``, ``points``. A hinge of a linked support
+    reports its points' share of the support's spread load. ``lam_of(h)``: hinge h's multipliers.
+    """
+    out = {}
+    for h in hinges:
+        fn, ft = h.forces(lam_of(h))
+        if h.group is not None:
+            fn = h.group.normal_forces(mech, lam_of, h)
+        out[h.label] = dict(normal=float(np.add.reduce(fn)), friction=friction_on_a(h, fn, ft), mode=h.mode,
+                            region=h.region, points=len(h.support()))
+    return out
+
+
+class ContactForceProbe:
+    """Contact force of one pair as a recordable quantity (``Simulator(record={...})``), N: (normal,
+    friction x, y, z), zeros while apart. ``source``: its contact source (``pair_forces(sim)``)."""
+
+    def __init__(self, source, sim, key: str):
+        self.source, self.sim, self.key, self.name = source, sim, key, f"contact force {key}"
+
+    def position(self, mech) -> np.ndarray:
+        forces = self.source.pair_forces(self.sim)
+        f = forces.get(self.key)
+        if f is None:
+            a, b = self.key.split("/")
+            f = forces.get(f"{b}/{a}")
+        return np.zeros(4) if f is None else np.concatenate([[f["normal"]], f["friction"]])

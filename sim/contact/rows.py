@@ -293,6 +293,24 @@ def spread_friction_rows(h, rows, u: np.ndarray, own: bool):
     return phi, J, drift, J + W.T.dot(F)
 
 
+def support_normal_rows(h, sides, pts) -> np.ndarray:
+    """The normal Jacobian rows (len(pts), nv) of any support points ``pts`` of hinge h (held or not;
+    ``J v`` their separating speeds, m/s): material points by owner in one product each, edge
+    crossings and balls on balls one by one."""
+    out = np.zeros((len(pts), h.mech.nv))
+    for owner in (0, 1):
+        idx = [i for i, p in enumerate(pts) if p.owner == owner and p.edges is None and not p.radius_b > 0.0]
+        if idx:
+            la = np.array([pts[i].local_a for i in idx], dtype=float)
+            lo = np.array([pts[i].local_o for i in idx], dtype=float)
+            rad = np.array([pts[i].radius for i in idx], dtype=float)
+            out[idx] = _gap_rows(*sides[owner], la, lo, rad, None, h.mu_k)[1]
+    for i, p in enumerate(pts):
+        if p.edges is not None or p.radius_b > 0.0:
+            out[i] = _point_rows_of(sides, p, None, h.mu_k)[1][0]
+    return out
+
+
 def _friction_rows(h, sides, pts, u: np.ndarray, own: bool) -> np.ndarray:
     """The kinetic friction rows (len(pts), nv) of support points ``pts`` of hinge h (no edge
     crossings: those have no friction row here), A sliding along u relative to B."""

@@ -18,7 +18,8 @@ from ..stabilization import project_velocities
 from . import impacts, support_set
 from .geometry import POINT_TOL, SupportPoint, _Geometry, _margin, _PairContact, _same_key, _unit
 from .hinge import _SLIDE, _STICK, ContactHinge, Mode
-from .query import ContactState, friction_on_a, hinge_states
+from .linked import LinkedSupport
+from .query import ContactForceProbe, ContactState, hinge_states, pair_forces
 from .row_batch import RowBatch
 from .rows import _edge_geometry
 from .support import FORCE_FLOOR, FORCE_RTOL
@@ -108,6 +109,10 @@ class ContactSource(EventSource):
         self.impacts = 0
         self._watch: dict[int, tuple] = {}  # pair -> (key, the hinge's watched points as arrays): _watched
         self.row_batch = RowBatch(self.hinges)  # the compiled rows of all its hinges in one call per state
+        # the hinges with support points linked through other bodies and their one support margin
+        # (sim.contact.linked), or None; chosen with the supports
+        self.linked: LinkedSupport | None = None
+        self._static = None  # (support, solve, state) -> its static loads: _loads
 
     # --------------------------------------------------------------- guards
     def guards(self, sim, t, q, v):
@@ -133,17 +138,25 @@ class ContactSource(EventSource):
             # their force guards read as crossed, so the first such instant is an event and the
             # supports are chosen again there
             self._net(d)
-            return np.concatenate([d] + [np.full(len(self._hinge_guards(h, np.zeros(h.size))), -1.0)
-                                         for h in self.hinges.values()])
+            return np.concatenate([d] + [np.full(len(self._hinge_guards(h, np.zeros(h.size), None)), -1.0)
+                                         for h in self.hinges.values()] + [np.full(self.linked is not None, -1.0)])
         self._net(d)
         sol = mech.solution
         out, starts, at = [d], [], len(d)
         for h in self.hinges.values():
             starts.append(at)
-            out.append(self._hinge_guards(h, _multipliers_of(sol, h)))
+            out.append(self._hinge_guards(h, _multipliers_of(sol, h), sol))
             at += len(out[-1])
+        if self.linked is not None:
+            out.append(np.array([self._linked_guard(mech, sol)]))
+            at += 1
         self._layout = (self._layout_key(q), starts, at)
         return np.concatenate(out)
+
+    def _linked_guard(self, mech, sol) -> float:
+        """The linked support's margin (N), which fires at <= 0 (as a hinge's support margin)."""
+        t, scale = self.linked.margin(mech, lambda h: _multipliers_of(sol, h))
+        return t + FORCE_RTOL * (scale + FORCE_FLOOR)
 
     _layout = None
     _step = 0.0
@@ -195,19 +208,39 @@ class ContactSource(EventSource):
             return self.guards(sim, t, q, v)
         sol, out = mech.solution, before.copy()
         for h, start in zip(self.hinges.values(), lay[1]):
-            f = self._force_guards(h, _multipliers_of(sol, h))
+            f = self._force_guards(h, _multipliers_of(sol, h), sol)
             out[start:start + len(f)] = f
+        if self.linked is not None:
+            out[-1] = self._linked_guard(mech, sol)
         return out
 
-    def _hinge_guards(self, h: ContactHinge, lam: np.ndarray) -> np.ndarray:
-        return np.concatenate([np.asarray(self._force_guards(h, lam), dtype=float), *self._geometry_guards(h)])
+    def _hinge_guards(self, h: ContactHinge, lam: np.ndarray, sol) -> np.ndarray:
+        return np.concatenate([np.asarray(self._force_guards(h, lam, sol), dtype=float), *self._geometry_guards(h)])
 
-    def _force_guards(self, h: ContactHinge, lam: np.ndarray) -> list[float]:
+    def _loads(self, h: ContactHinge, sol) -> tuple[np.ndarray, np.ndarray]:
+        """A sticking hinge of a linked support: the normal forces (N) and tangential force (2,) (N)
+        that its static friction law reads, its shares of the support's spread loads
+        (:meth:`LinkedSupport.static_loads`: its own held forces leave out what other hinges' rows
+        carry, a block under one end of a plank held up by its own weight only)."""
+        memo, version = self._static, h.mech.state_version  # (one spread per support, solve and state)
+        if memo is None or memo[0] is not h.group or memo[1] is not sol or memo[2] != version:
+            memo = self._static = (h.group, sol, version, h.group.static_loads(h.mech, lambda x: _multipliers_of(sol, x)))
+        fn, ft = memo[3].get(id(h), (0.0, np.zeros(2)))
+        return np.array([fn]), ft
+
+    def _force_guards(self, h: ContactHinge, lam: np.ndarray, sol) -> list[float]:
         """The guards that depend on the forces (the statements): support margin, stick or slide
         (none for a controlled hinge: the solve keeps its forces compressive and in the pyramid; none
-        for a hinge that rides on a carrier: the carrier's guards cover its points and friction)."""
+        for a hinge that rides on a carrier: the carrier's guards cover its points and friction; a hinge
+        of a linked support has no margin of its own (the support's is one guard, ``_linked_guard``) and
+        its static law reads the support's spread, ``_loads``)."""
         if h.controlled or h.carrier is not None:
             return []
+        if h.group is not None:  # (its support margin is its linked support's; its friction on the spread)
+            if h.mode == _STICK:
+                fn, ft = self._loads(h, sol)
+                return [FrictionLaw.static_margin(h.mu_s, fn.tolist(), ft)]
+            return [self._slide_guard(h)] if h.mode == _SLIDE else []
         if len(lam) == 3 and len(h.points) == 1 and h.stick_row_count() == 2 and not h.dependent:
             # one point sticking with both stick rows (a resting ball): the lines below on floats
             # (0.0 + x: sum()'s own first addition, so a zero keeps sum()'s sign)
@@ -357,6 +390,8 @@ class ContactSource(EventSource):
                 sim.mech.set_state(sim.q, sim.v, check=False)
                 self.world.place(sim.q, True)
                 placed = True
+            if h.mode == _STICK and not h.controlled and h.still(sim.v):
+                continue  # (its bodies do not move relative to each other: its crossings stay where they are)
             sides = h.sides()
             changed = False
             for i in edges:
@@ -480,6 +515,7 @@ class ContactSource(EventSource):
             h.reshape(g, idx)
         for h in self.hinges.values():
             h.slipped = False
+        self.linked = None  # (chosen again with the supports)
         for _ in range(6):  # support sets and friction modes depend on each other
             if not self.hinges:
                 break
@@ -520,10 +556,12 @@ class ContactSource(EventSource):
         a sliding pair that has stopped sticks (tentatively: the next pass checks the static law)."""
         sol = sim.solve_now()
         changed = False
+        # (a linked support's loads read all its hinges' forces: taken before any mode changes here)
+        loads = {id(h): self._loads(h, sol) for h in self.hinges.values() if h.group is not None and h.mode == Mode.STICK}
         for h in self.hinges.values():
             if h.controlled and h.mode == Mode.STICK or h.carrier is not None:
                 continue  # its friction stays in the pyramid (force_inequalities), or is its carrier's
-            fn, ft = h.forces(_multipliers_of(sol, h))
+            fn, ft = loads[id(h)] if id(h) in loads else h.forces(_multipliers_of(sol, h))
             # the same test as the slip guard (which fires at <= 0), so a handled event never repeats
             if h.mode == Mode.STICK and FrictionLaw.slips(h.mu_s, fn, ft):
                 if np.linalg.norm(ft) == 0.0:
@@ -567,18 +605,10 @@ class ContactSource(EventSource):
 
     # ------------------------------------------------------------ reporting
     def pair_forces(self, sim) -> dict[str, dict]:
-        """Contact forces on A of every hinged pair at the last solve, by ``"geom_a/geom_b"``.
-
-        Each entry: ``normal`` (N, total), ``friction`` (N, world vector: held by the
-        sticking rows, or ``-mu_k f_n u`` while sliding), ``mode``, ``region``, ``points``.
-        """
+        """Contact forces on A of every hinged pair at the last solve, by ``"geom_a/geom_b"``: see
+        :func:`sim.contact.query.pair_forces`."""
         sol = sim.mech.solution
-        out = {}
-        for h in self.hinges.values():
-            fn, ft = h.forces(_multipliers_of(sol, h))
-            out[h.label] = dict(normal=float(np.add.reduce(fn)), friction=friction_on_a(h, fn, ft), mode=h.mode,
-                                region=h.region, points=len(h.support()))
-        return out
+        return pair_forces(self.hinges.values(), lambda h: _multipliers_of(sol, h), sim.mech)
 
     def contacts_of(self, body: str) -> list[ContactState]:
         """The contacts of this source's pairs touching ``body`` (a geometry name, or a body's: its
@@ -586,24 +616,9 @@ class ContactSource(EventSource):
         sol = self.world.mech.solution
         return hinge_states(self.hinges.values(), lambda h: _multipliers_of(sol, h), self.world.mech.model, body)
 
-    def force_probe(self, sim, geom_a: str, geom_b: str) -> "ContactForceProbe":
+    def force_probe(self, sim, geom_a: str, geom_b: str) -> ContactForceProbe:
         """A recordable quantity: (normal N, friction x, y, z N) of one pair, zeros when apart."""
         return ContactForceProbe(self, sim, f"{geom_a}/{geom_b}")
-
-
-class ContactForceProbe:
-    """Contact force of one pair as a recordable quantity (``Simulator(record={...})``), N."""
-
-    def __init__(self, source: ContactSource, sim, key: str):
-        self.source, self.sim, self.key, self.name = source, sim, key, f"contact force {key}"
-
-    def position(self, mech) -> np.ndarray:
-        forces = self.source.pair_forces(self.sim)
-        f = forces.get(self.key)
-        if f is None:
-            a, b = self.key.split("/")
-            f = forces.get(f"{b}/{a}")
-        return np.zeros(4) if f is None else np.concatenate([[f["normal"]], f["friction"]])
 
 
 def enable_contacts(sim, friction=None, restitution=0.0, pairs: Sequence[tuple[str, str]] | None = None,

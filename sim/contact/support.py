@@ -182,13 +182,20 @@ def _support_margin(fn: np.ndarray, C: np.ndarray) -> float:
         C: affine coordinates (d, k) of the d dependent points in the held ones.
     The same generalized force for every ``mu``: a dependent point's row is ``C[i]`` of the held rows.
     """
-    k, d = len(fn), len(C)
-    if d == 1:
+    if len(C) == 1:
         f = fn.tolist()
         lines = [(1.0, 0.0)]  # the dependent force's own line, then the held ones' (a loop: no comprehension)
         for c, x in zip(C[0].tolist(), f):
             lines.append((-c, x))
         return _top_of_lines(lines, min(f, default=math.inf))
+    return support_distribution(fn, C)[0]
+
+
+def support_distribution(fn: np.ndarray, C: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+    """The LP of :func:`_support_margin` in full: ``(t, held, mu)``, the margin t (N), the held points'
+    forces ``fn - C^T mu`` (k,) and the dependent points' ``mu`` (d,) (N) of a distribution that
+    attains it (fn's own smallest force and mu = 0 if the LP fails)."""
+    k, d = len(fn), len(C)
     # a small LP as a regularized QP in (mu, t), scaled to forces of order one
     scale = max(float(np.abs(fn).max(initial=0.0)), FORCE_FLOOR)
     n = d + 1
@@ -203,6 +210,6 @@ def _support_margin(fn: np.ndarray, C: np.ndarray) -> float:
     try:  # (rows^T x >= b written as -rows^T x <= -b)
         x = solve_qp(G, -a, G=-rows.T, h=-b).x
     except QPError:
-        return float(fn.min(initial=np.inf))
-    return float(x[-1] * scale)
-
+        return float(fn.min(initial=np.inf)), fn.copy(), np.zeros(d)
+    mu = x[:d] * scale
+    return float(x[-1] * scale), fn - C.T.dot(mu), mu

@@ -14,6 +14,7 @@ from controlkit.solver import require_consistent
 
 from .geometry import Region, SupportPoint
 from .hinge import ContactHinge, Mode
+from .linked import LinkedSupport
 from .support import FORCE_FLOOR, FORCE_RTOL, _affine_residual, _basic_forces, _pivot_lcp, _spread_order, _support_qp
 
 #: dimensionless: a row joins the held rows when the smallest singular value of the normalized rows
@@ -21,6 +22,11 @@ from .support import FORCE_FLOOR, FORCE_RTOL, _affine_residual, _basic_forces, _
 BASIS_SV_RATIO = 1e-5
 #: m: a support point this close to the affine hull of the held ones is dependent on them
 PLANE_TOL = 1e-9
+#: dimensionless: a support point whose normal row lies this close (of its norm) to the span of the
+#: held normal rows is linked to them through other bodies (:mod:`sim.contact.linked`); farther, it
+#: is a spare vertex. (Faces 2.5e-7 rad apart, a plank sliding and turning across two blocks, leave
+#: rows that far apart.)
+LINK_TOL = 1e-5
 
 
 def _tol(x: np.ndarray) -> float:
@@ -59,9 +65,16 @@ def choose_supports(src, sim) -> None:
             if not release_for_consistency(src, sim):
                 raise
             continue
+        linked = src.linked
         worst = min(((h.support_margin(h.forces(sol.lam[h.name])[0]), h) for h in src.hinges.values()
-                     if not h.controlled), key=lambda z: z[0], default=(np.inf, None))
+                     if not h.controlled and (linked is None or h not in linked)), key=lambda z: z[0],
+                    default=(np.inf, None))
         h = worst[1]
+        if linked is not None:
+            t, scale, weak, point = linked.weakest(sim.mech, lambda x, lam=sol.lam: lam[x.name])
+            if t < worst[0] and t < -FORCE_RTOL * (scale + FORCE_FLOOR):
+                release(src, sim, weak, point)
+                continue
         if h is None or worst[0] >= -_tol(sol.lam[h.name]):
             break
         release(src, sim, h, h.points[int(np.argmin(h.forces(sol.lam[h.name])[0]))])
@@ -154,8 +167,10 @@ def choose_bases(src, sim, hinges, held: np.ndarray) -> None:
     points: their forces can be taken over from the held ones (:meth:`ContactHinge.support_margin`),
     so the contact changes only when no compressive distribution over the whole support is
     left (the centre of pressure leaves the support polygon), not whenever the load leaves the
-    held triangle. A support point dependent through other constraints only (not in its own
-    hinge's plane) is watched as a spare vertex instead. Also sets each hinge's ``stick_keep``.
+    held triangle. A support point whose normal row the held normal rows of other hinges (and other
+    constraints) hold is *linked* (a plank's second block: :mod:`sim.contact.linked`); one its own
+    held rows span but off their plane, or one only stick rows would hold, is watched as a spare
+    vertex instead. Also sets each hinge's ``stick_keep`` and the source's linked support.
 
     Where every support point of a hinge lies in the plane of another hinge's held points between
     the same two bodies, with the same normal and friction (a plank across two blocks: all eight
@@ -164,24 +179,12 @@ def choose_bases(src, sim, hinges, held: np.ndarray) -> None:
     dependent on the other's held ones, so the plank rests on both blocks and its centre of pressure
     may lie anywhere in the two contacts' common support polygon.
     """
-    chosen: list[np.ndarray] = []
-
-    def add(row) -> bool:
-        nr = np.linalg.norm(row)
-        if nr == 0.0:
-            return False
-        trial = np.array(chosen + [row / nr])
-        sv = np.linalg.svd(trial, compute_uv=False)
-        if len(sv) < len(trial) or sv[-1] <= BASIS_SV_RATIO * sv[0]:
-            return False
-        chosen.append(row / nr)
-        return True
-
+    basis = _RowBasis()
     mech = sim.mech
     for c in mech.constraints.values():
         if not isinstance(c, ContactHinge):
             for row in c.jacobian():
-                add(row)
+                basis.add(row)
     full = [h.rows()[1] for h in hinges]
     offsets = np.cumsum([0] + [len(h.points) for h in hinges])
     # a pair of moving bodies whose contact carries no load (boxes side by side on the ground) comes
@@ -190,16 +193,67 @@ def choose_bases(src, sim, hinges, held: np.ndarray) -> None:
     unloaded = getattr(src, "_unloaded", set())
     riders = _riders(hinges, held, offsets)
     for last in (False, True):
-        _add_group(add, hinges, full, held, offsets,
+        _add_group(basis, hinges, full, held, offsets,
                    [j for j, h in enumerate(hinges) if (h.pair in unloaded) == last and j not in riders])
     for j, i in riders.items():
         if not _ride(hinges[j], hinges[i], held[offsets[j]:offsets[j + 1]]):
-            _add_group(add, hinges, full, held, offsets, [j])  # its carrier's basis does not span its points
+            _add_group(basis, hinges, full, held, offsets, [j])  # its carrier's basis does not span its points
     for h in hinges:
-        if not h.points and h.carrier is None:
+        if not h.points and h.carrier is None and not h.linked:
             src._remove(sim, h.pair, "no compressive support")
         else:
             h.update_region()
+    linked = src.linked = LinkedSupport.of(mech, [h for h in hinges if h.pair in src.hinges])
+    for h in hinges:
+        h.join(linked if linked is not None and h in linked else None)
+
+
+class _RowBasis:
+    """The rows held so far (unit rows, kept independent): which to hold next; and of the normal rows
+    and other constraints' rows among them, which other support points they hold (:meth:`holds`)."""
+
+    def __init__(self) -> None:
+        self.rows: list[np.ndarray] = []
+        self._normal: list[np.ndarray] = []  # the held rows that are not stick rows, as given
+        self._fit = None  # (pseudo-inverse, rows) of the normal rows, while they are the same
+
+    def add(self, row: np.ndarray, stick: bool = False) -> bool:
+        """Hold ``row`` if it keeps the held rows well conditioned (``BASIS_SV_RATIO``); ``stick``:
+        whether it is a stick row."""
+        nr = np.linalg.norm(row)
+        if nr == 0.0:
+            return False
+        trial = np.array(self.rows + [row / nr])
+        sv = np.linalg.svd(trial, compute_uv=False)
+        if len(sv) < len(trial) or sv[-1] <= BASIS_SV_RATIO * sv[0]:
+            return False
+        self.rows.append(row / nr)
+        if not stick:
+            self._normal.append(row)
+            self._fit = None
+        return True
+
+    def holds(self, row: np.ndarray) -> bool:
+        """Whether a support point whose normal row is ``row`` is held by the held normal rows and
+        constraints: its row a combination of theirs within ``LINK_TOL`` of its norm. Stick rows do not
+        count: a point they held would carry its load by friction. (Its gap is not asked, as a dependent
+        point's in its own plane is not: every support point rests within the touch distance.)"""
+        nr = np.linalg.norm(row)
+        if nr == 0.0 or not self._normal:
+            return False
+        if self._fit is None:
+            N = np.array(self._normal)
+            self._fit = (np.linalg.pinv(N.T), N)
+        P, N = self._fit
+        return float(np.linalg.norm(row - P.dot(row).dot(N))) <= LINK_TOL * nr
+
+
+def _spans(rows: np.ndarray, row: np.ndarray) -> bool:
+    """Whether ``row`` lies within ``LINK_TOL`` (of its norm) of the span of ``rows`` (k, nv)."""
+    if not len(rows):
+        return False
+    c = np.linalg.lstsq(rows.T, row, rcond=None)[0]
+    return float(np.linalg.norm(row - c.dot(rows))) <= LINK_TOL * float(np.linalg.norm(row))
 
 
 def _riders(hinges, held: np.ndarray, offsets) -> dict[int, int]:
@@ -229,25 +283,33 @@ def _ride(h: ContactHinge, carrier: ContactHinge, held: np.ndarray) -> bool:
     return True
 
 
-def _add_group(add, hinges, full, held, offsets, group) -> None:
-    """Choose the held stick rows, then the held and dependent points, of the hinges ``group``
-    (indices into ``hinges``) through ``add`` (which keeps a row independent of those kept)."""
+def _add_group(basis: _RowBasis, hinges, full, held, offsets, group) -> None:
+    """Choose the held, dependent and linked points, then the held stick rows, of the hinges ``group``
+    (indices into ``hinges``) into ``basis`` (which keeps a row independent of those kept).
+
+    Normal rows come first: a stick row held in their place would carry with friction forces what a
+    support point's normal force should (a plank's stick rows on one of two blocks, at their lever
+    arm above the block's centre, taking the place of the ground's corners under that block)."""
+    add = basis.add
+    counts = {}
     for j in group:
         h, J = hinges[j], full[j]
-        k = len(h.points)
-        h.keep_stick_rows([add(J[k + i]) for i in range(h.stick_row_count())])
-    for j in group:
-        h, J = hinges[j], full[j]
-        k = len(h.points)
+        k = counts[j] = len(h.points)
         support = [i for i in range(k) if held[offsets[j] + i]]
         sides = h.sides()
         X = h.positions(h.points, sides)
-        basis = [i for i in _spread_order(X, support) if add(J[i])]
-        rest = [i for i in support if i not in basis]
-        plane = _affine_residual(X[basis], X[rest]) if rest else np.zeros(0)
+        own = [i for i in _spread_order(X, support) if add(J[i])]
+        rest = [i for i in support if i not in own]
+        plane = _affine_residual(X[own], X[rest]) if rest else np.zeros(0)
         dependent = [i for i, r in zip(rest, plane) if r <= PLANE_TOL]
-        unsupported = [i for i in range(k) if i not in basis and i not in dependent]
-        h.set_basis(basis, dependent, unsupported)
+        # a point dependent through other bodies' rows (a plank's second block): linked; one that its
+        # own held rows span but that lies off their plane stays a spare vertex (watched)
+        linked = [i for i in rest if i not in dependent and basis.holds(J[i]) and not _spans(J[own], J[i])]
+        unsupported = [i for i in range(k) if i not in own and i not in dependent and i not in linked]
+        h.set_basis(own, dependent, unsupported, linked)
+    for j in group:
+        h, J, k = hinges[j], full[j], counts[j]
+        h.keep_stick_rows([add(J[k + i], stick=True) for i in range(h.stick_row_count())])
 
 
 def _equivalent_compressive(mech, hinges, lam: np.ndarray) -> np.ndarray | None:
