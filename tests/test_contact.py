@@ -394,8 +394,8 @@ def test_brick_stack_topples_and_comes_to_rest_with_its_support_sets_from_the_qp
     # a support set whose rows no forces hold together (sliding friction) used to stop the run
     z, tilt = brick_stack["z"], brick_stack["tilt"]
     assert z[0] == pytest.approx(0.03, abs=1e-4) and tilt[0] < 1e-3  # the bottom brick stays flat on the table
-    # the others came down and lean (bench/contact_properties.py: brick 2's centre 0.083 to 0.089 m high
-    # over offsets of 0 to 1e-9 m of the first coordinate, leaning on brick 1's edge)
+    # the others came down and lean (bench/contact_properties.py, offsets of 0 to 1e-9 m of the first
+    # coordinate: brick 2 on brick 1's edge, tilted 0.6 to 0.69 rad, its centre 0.084 to 0.088 m high)
     assert z[1] < 0.09 - 0.001 and tilt[1] > 0.3
     assert z[2] < 0.15 - 0.05 and tilt[2] > 0.3
     assert brick_stack["vmax"] < 0.05  # and have nearly stopped
