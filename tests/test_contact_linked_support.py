@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pytest
+from contact_cases import mechanical_energy
 
 from robots import scenes
 from sim.collision import CollisionWorld
@@ -93,12 +94,6 @@ def test_each_free_block_carries_half_a_centred_plank():
         assert ground["normal"] == pytest.approx((BLOCK + PLANK / 2) * G, rel=1e-9)
 
 
-def _mechanical_energy(mech, q, v) -> float:
-    import pinocchio as pin
-
-    return pin.computeKineticEnergy(mech.model, mech.data, q, v) + pin.computePotentialEnergy(mech.model, mech.data, q)
-
-
 def test_a_plank_sliding_and_turning_across_two_free_blocks_loses_energy_and_stops_on_both():
     # kinetic friction on the spread load at every point of both contacts brakes the turn; on the held
     # forces alone (pulling at one end, pushing at the other) it drove it (0.3 -> 0.52 rad/s)
@@ -110,7 +105,7 @@ def test_a_plank_sliding_and_turning_across_two_free_blocks_loses_energy_and_sto
     sim = Simulator(mech, b.q0, v0, dt=1e-3, integrator="rk4")
     src = enable_contacts(sim, friction=FRICTION)
     rec = sim.run(0.1)
-    E = np.array([_mechanical_energy(mech, q, v) for q, v in zip(rec.q, rec.v)])
+    E = np.array([mechanical_energy(mech, q, v) for q, v in zip(rec.q, rec.v)])
     assert np.diff(E).max() <= 1e-12 * np.abs(E).max()
     w = [v[iv + 5] for v in rec.v]
     assert max(w) == pytest.approx(0.3, abs=1e-6)  # never spun up

@@ -10,7 +10,7 @@ import numpy as np
 
 from .geometry import Region, SupportPoint, _region
 from .mode import Mode
-from .support import _support_margin, affine_coordinates
+from .support import _support_margin, affine_coordinates, least_squares_spread
 
 if TYPE_CHECKING:
     from .hinge import ContactHinge
@@ -63,9 +63,7 @@ class HingeSupport:
         then the carried hinges' points) of its held points' normal forces fn (k,), with the same
         resultant and moments: ``min |fn - C^T mu|^2 + |mu|^2`` over the dependent forces mu, C their
         affine coordinates in the held points."""
-        C = self.dependent_affine(sides)
-        M = np.linalg.solve(np.eye(len(C)) + C.dot(C.T), C)  # (d, k)
-        return np.vstack([np.eye(len(self.points)) - C.T.dot(M), M])
+        return least_squares_spread(self.dependent_affine(sides))
 
     def dependent_affine(self, sides=None) -> np.ndarray:
         """Affine coordinates (d, k) in its held points of every point dependent on them: its own

@@ -22,7 +22,7 @@ from .geometry import SupportPoint
 from .hinge import ContactHinge
 from .mode import Mode
 from .rows import _friction_rows, _point_rows_of, support_normal_rows
-from .support import support_distribution
+from .support import least_squares_spread, support_distribution
 
 _SLIDE, _STICK = Mode.SLIDE, Mode.STICK
 _NONE = np.zeros(0)
@@ -50,6 +50,12 @@ class LinkedSupport:
     def __init__(self, hinges: Sequence) -> None:
         self.hinges = list(hinges)
         self._members = {id(h) for h in self.hinges}
+        # where each hinge's held normal forces start among all of theirs (its support, and so its
+        # count of held points, is fixed while it belongs here: a support change makes a new one)
+        self._at, at = {}, 0
+        for h in self.hinges:
+            self._at[id(h)] = at
+            at += len(h.points)
         self._key = None
         self._cache: dict = {}
 
@@ -150,9 +156,7 @@ class LinkedSupport:
         return self._cached(mech, "spread", self._make_spread)
 
     def _make_spread(self, mech) -> np.ndarray:
-        C = self._structure(mech)[0]
-        M = np.linalg.solve(np.eye(len(C)) + C.dot(C.T), C)  # (d, k)
-        return np.vstack([np.eye(C.shape[1]) - C.T.dot(M), M])
+        return least_squares_spread(self._structure(mech)[0])
 
     def _friction(self, mech) -> np.ndarray:
         """``W^T F`` (k, nv): the kinetic friction rows F of every point of a sliding hinge (zero rows
@@ -183,15 +187,9 @@ class LinkedSupport:
         kinetic friction of the spread (:meth:`_friction`) while any of its hinges slides."""
         if not self.sliding():
             return J
-        mech = h.mech
-        at = 0
-        for x in self.hinges:
-            if x is h:
-                break
-            at += len(x.points)
-        k = len(h.points)
+        at, k = self._at[id(h)], len(h.points)
         G = J.copy()
-        G[:k] += self._friction(mech)[at:at + k]
+        G[:k] += self._friction(h.mech)[at:at + k]
         return G
 
     def _held_forces(self, lam_of) -> np.ndarray:
@@ -229,13 +227,12 @@ class LinkedSupport:
             k = len(h.points)
             J = h.rows()[1]
             lam = np.asarray(lam_of(h), dtype=float)
-            pts = h.support() + [p for r in h.carried for p in r.dependent]
             N = support_normal_rows(h, h.sides(), h.support())
-            if h.carried:
+            if h.carried:  # (the points of the hinges it carries count as its own)
                 N = np.vstack([N] + [support_normal_rows(r, r.sides(), r.dependent) for r in h.carried])
             rows.append(N)
-            n_at = (at, len(pts))
-            at += len(pts)
+            n_at = (at, len(N))
+            at += len(N)
             if k:
                 held.append(J[:k].T.dot(lam[:k]))
             t_at = None

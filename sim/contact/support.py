@@ -174,6 +174,14 @@ def _top_of_lines(lines, default: float) -> float:
     return best if best < math.inf else default
 
 
+def least_squares_spread(C: np.ndarray) -> np.ndarray:
+    """W (k + d, k): the least-squares distribution ``W fn`` of k held normal forces fn over the held
+    points and d dependent ones, with the same generalized force: ``min |fn - C^T mu|^2 + |mu|^2`` over
+    the dependent forces mu, C (d, k) the dependent points' coefficients in the held rows."""
+    M = np.linalg.solve(np.eye(len(C)) + C.dot(C.T), C)  # (d, k)
+    return np.vstack([np.eye(C.shape[1]) - C.T.dot(M), M])
+
+
 def _support_margin(fn: np.ndarray, C: np.ndarray) -> float:
     """``max t`` over redistributions: dependent forces ``mu >= t`` and held forces ``fn - C^T mu >= t``.
 
