@@ -42,6 +42,7 @@ __all__ = [
     "sphere_column",
     "box_row",
     "plank_on_blocks",
+    "plank_leaning",
     "stool",
 ]
 
@@ -430,6 +431,57 @@ def plank_on_blocks(
           pin.SE3(R, R @ np.array([offset, 0.0, plank[2] / 2])))
     built = s.build()
     built.info.update(angle=angle, normal=R[:, 2].copy(), downhill=R[:, 0].copy())
+    return built
+
+
+def plank_leaning(
+    height: float = 0.1,
+    *,
+    reach: float = 0.5,
+    plank: Sequence[float] = (0.8, 0.1, 0.02),
+    mass: float = 2.0,
+    box_width: float = 0.2,
+    box_yaw: float = 0.0,
+    box_mass: float | None = None,
+    speed: float = 0.0,
+) -> BuiltMechanism:
+    """A ``plank`` leaning from a half-space ``ground`` onto the top edge of a ``box``.
+
+    The box (``box_width`` m square, ``height`` m tall, turned ``box_yaw`` rad about z) has the point
+    of its top nearest the plank's foot at x = 0; the plank (size m, mass kg) has its lower bottom
+    edge on the ground at x = -``reach`` (m) and its bottom face on that point: on the box's edge,
+    or on its corner when the box is turned. With ``box_mass`` None the box is fixed to the world,
+    else (kg) free on the ground. ``speed`` (m/s): the plank's initial velocity along its length,
+    up the incline when positive. ``info``: ``angle`` (rad), ``up`` (unit vector along the plank).
+    """
+    if not (height > 0 and reach > 0 and box_width > 0):
+        raise ModelError(f"plank_leaning: height, reach and box_width must be positive (m), got {height!r}, "
+                         f"{reach!r}, {box_width!r}")
+    if not plank[0] > math.hypot(height, reach):
+        raise ModelError(f"plank_leaning: a plank {plank[0]!r} m long does not reach the box's edge "
+                         f"{math.hypot(height, reach):.4g} m from its foot")
+    if box_mass is not None and not box_mass > 0:
+        raise ModelError(f"plank_leaning: box_mass must be a positive mass (kg) or None, got {box_mass!r}")
+    angle = math.atan2(height, reach)
+    up, normal = np.array([math.cos(angle), 0.0, math.sin(angle)]), np.array([-math.sin(angle), 0.0, math.cos(angle)])
+    s = Scene("plank_leaning")
+    g, gp = ground_body()
+    s.add(g, gp, fixed=True)
+    Rb = pin.rpy.rpyToMatrix(0.0, 0.0, box_yaw)
+    near = max(-(Rb @ np.array([sx, sy, 0.0]))[0] for sx in (-1, 1) for sy in (-1, 1)) * box_width / 2
+    at = pin.SE3(Rb, np.array([near, 0.0, height / 2]))
+    if box_mass is None:
+        b, _ = ground_body("box", (box_width, box_width), height, halfspace=False, material="wood")
+        s.add(b, at, fixed=True)
+    else:
+        s.add(Body("box", cuboid(box_width, box_width, height), mass=box_mass, color=(0.55, 0.55, 0.6, 1.0),
+                   material="wood"), at)
+    centre = np.array([-reach, 0.0, 0.0]) + plank[0] / 2 * up + plank[2] / 2 * normal
+    s.add(Body("plank", cuboid(*plank), mass=mass, color=(0.8, 0.6, 0.3, 1.0), material="wood"),
+          pin.SE3(pin.rpy.rpyToMatrix(0.0, -angle, 0.0), centre),
+          velocity=tuple(speed * up) + (0.0, 0.0, 0.0) if speed else None)
+    built = s.build()
+    built.info.update(angle=angle, up=up)
     return built
 
 

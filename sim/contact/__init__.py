@@ -67,13 +67,13 @@ from controlkit.friction import POINT_SLIDE_SPEED, FrictionLaw, FrictionTable
 
 from .bodies import _bodies as _bodies
 from .geometry import Region, SupportPoint
-from .geometry import _box_edges as _box_edges
 from .geometry import _Geometry as _Geometry
 from .hinge import ContactHinge, Mode
 from .query import ContactForceProbe, ContactState, contacts_of
 from .rows import _edge_geometry as _edge_geometry
 from .rows import _edge_rows as _edge_rows
 from .rows import _rows_on_world as _rows_on_world
+from .shape_points import _box_edges as _box_edges
 from .source import ContactSource, enable_contacts
 
 # (the private helpers above are re-exported for the tests that check them directly)

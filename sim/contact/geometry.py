@@ -2,7 +2,6 @@
 of the touching pairs, built from coal's contact patches."""
 from __future__ import annotations
 
-import itertools
 import math
 import operator
 from dataclasses import dataclass, field
@@ -13,10 +12,20 @@ import coal
 import numpy as np
 import pinocchio as pin
 
-from ..collision import CollisionWorld, _dot3
+from ..collision import CollisionWorld
 from . import curved
 from .bodies import _Body
 from .rows import _closest_on_lines
+from .shape_points import (
+    _ball_on_box_normal,
+    _box_edges,
+    _box_vertices,
+    _entry_point,
+    _inside,
+    _nearest_edge,
+    _segment_distance,
+    _support_set,
+)
 
 #: m: patch points and support points closer than this are one point
 POINT_TOL = 1e-9
@@ -41,6 +50,9 @@ PARALLEL_SIN = 1e-3
 REPATCH_COS = math.cos(1e-4)
 #: s: the finite step that gives the face margins' rates (piecewise linear: exact)
 RATE_STEP = 1e-6
+#: a box whose face normals all lie farther than this (rad) from the contact normal touches with an
+#: edge or a vertex: its patch points go onto its surface along the normal (:func:`_entry_point`)
+FACE_ANGLE = 0.01
 
 
 class Region(StrEnum):
@@ -151,11 +163,6 @@ class _PairContact:
 
 def _se3_to_tf(M: pin.SE3) -> coal.Transform3s:
     return coal.Transform3s(M.rotation, M.translation)
-
-
-def _box_vertices(box: coal.Box) -> np.ndarray:
-    h = np.asarray(box.halfSide)
-    return np.array(list(itertools.product(*[(-x, x) for x in h])))
 
 
 class _Geometry:
@@ -349,6 +356,7 @@ class _Geometry:
             point = SupportPoint(Ja.actInv(c), Jb.actInv(c - n * (n @ (c - plane_b))), float(sa.radius))
             return _PairContact(pair, (objs[ia].name, objs[ib].name), (ja, jb), nb, [point], Region.POINT)
         face_a = self._plane_point(sa, Ma, -n)
+        edge_a = float(np.abs(Ma.rotation.T @ n).max()) < math.cos(FACE_ANGLE)
         verts_a = _box_vertices(sa) @ Ma.rotation.T + Ma.translation
         verts_b = _box_vertices(sb) @ Mb.rotation.T + Mb.translation if isinstance(sb, coal.Box) else np.zeros((0, 3))
         near = NEAR_FACTOR * self.touch_distance
@@ -369,7 +377,9 @@ class _Geometry:
                 points.append(SupportPoint(Ja.actInv(xa), Jb.actInv(xb), crossing=True, edges=(
                     Ja.actInv(a0), Ja.actInv(a1), Jb.actInv(b0), Jb.actInv(b1), sign)))
                 continue
-            xa = p + n * (n @ (face_a - p))  # onto A's support plane along n
+            # onto A's surface along n: its face's plane, or on an edge or vertex contact (no face of A
+            # along n) where the line enters A (A's plane through its centre's level would be inside A)
+            xa = _entry_point(sa, Ma, p, n) if edge_a else p + n * (n @ (face_a - p))
             xb = p - n * (n @ (p - plane_b))  # onto B's
             # a corner stays its body's own corner (a tilted sole's support plane through its lowest
             # corner would put the others' images off the sole)
@@ -468,7 +478,7 @@ class _Geometry:
         loc = Mb.rotation.T @ n
         k = int(np.argmax(np.abs(loc)))
         others = [i for i in range(3) if i != k]
-        center = Mb.translation + n * h[k]
+        center = Mb.translation + Mb.rotation[:, k] * math.copysign(h[k], loc[k])  # the face's own centre
         axes = np.array([Mb.rotation[:, i] for i in others])
         R = Jb.rotation.T
         return _Face(Jb.actInv(center), axes @ R.T, h[others])
@@ -479,29 +489,6 @@ def _face_on_face(sa, Ma: pin.SE3, sb, Mb: pin.SE3, n: np.ndarray) -> bool:
     if not isinstance(sa, coal.Box) or not isinstance(sb, coal.Box):
         return False
     return np.abs(n @ Ma.rotation).max() >= REPATCH_COS and np.abs(n @ Mb.rotation).max() >= REPATCH_COS
-
-
-def _support_set(shape, M: pin.SE3, d: np.ndarray, tol: float) -> np.ndarray | None:
-    """The corners (k, 3) (m, world) of a box at M within ``tol`` (m) of its support plane along the
-    unit direction d (coal's rule for a box's support set); for a cylinder its side's segment (2, 3),
-    its rim's point (1, 3) or its cap's centre (1, 3) when the cap faces d; None for other shapes."""
-    if isinstance(shape, coal.Cylinder):
-        a, c, h, r = M.rotation[:, 2], M.translation, float(shape.halfLength), float(shape.radius)
-        da = float(d @ a)
-        top = c + (h if da >= 0.0 else -h) * a
-        u = d - da * a
-        nu = float(np.linalg.norm(u))
-        if nu * r <= tol:  # (the cap: coal's patch is a polygon; its centre for the plane)
-            return top[None]
-        u /= nu
-        if abs(da) * 2.0 * h < tol:  # the side's line
-            return np.array([c - h * a + r * u, c + h * a + r * u])
-        return (top + r * u)[None]
-    if not isinstance(shape, coal.Box):
-        return None
-    V = _box_vertices(shape) @ M.rotation.T + M.translation
-    val = V @ d
-    return V[val.max() - val < tol]
 
 
 def _patch_origin(sa, Ma: pin.SE3, sb, Mb: pin.SE3, m: np.ndarray, tol: float) -> np.ndarray:
@@ -548,46 +535,6 @@ def _patch_points(sa, Ma: pin.SE3, sb, Mb: pin.SE3, n: np.ndarray, preq) -> list
     return [np.asarray(patch.getPoint(k), dtype=float) for k in range(patch.size())]
 
 
-def _ball_on_box_normal(c: np.ndarray, box: coal.Box, M: pin.SE3) -> np.ndarray | None:
-    """The unit normal (world) from a box's nearest point towards a ball's centre c (m, world),
-    None when c is inside the box. On a face it is the face's normal; over an edge or a corner it
-    points from that edge or corner (a face's normal there would let the ball sink into the edge
-    while its row held it on the face's plane)."""
-    local = M.rotation.T @ (c - M.translation)
-    h = np.asarray(box.halfSide)
-    d = local - np.clip(local, -h, h)
-    nd = float(np.linalg.norm(d))
-    if nd == 0.0:
-        return None
-    return M.rotation @ (d / nd)
-
-
-#: the corner pairs (12, 2) of :func:`_box_vertices` that are a box's edges
-_EDGES = np.array([(i, j) for i, j in itertools.combinations(range(8), 2) if (i ^ j) in (1, 2, 4)])
-
-
-def _box_edges(box: coal.Box, M: pin.SE3) -> np.ndarray:
-    """The 12 edges of a placed box: their ends (12, 2, 3) (m, world)."""
-    V = _box_vertices(box) @ M.rotation.T + M.translation
-    return V[_EDGES]
-
-
-def _segment_distance(p: np.ndarray, a: np.ndarray, u: np.ndarray) -> float:
-    """Distance (m) of point p from the segment from a along u."""
-    s = min(max((p - a) @ u / (u @ u), 0.0), 1.0)
-    return float(np.linalg.norm(p - a - s * u))
-
-
-def _nearest_edge(edges: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """The edge (2, 3) of ``edges`` (k, 2, 3) nearest to point p (all k at once)."""
-    a = edges[:, 0]
-    u = edges[:, 1] - a
-    r = p - a
-    s = np.clip(_dot3(r, u) / _dot3(u, u), 0.0, 1.0)
-    r -= s[:, None] * u
-    return edges[int(np.argmin(_dot3(r, r)))]
-
-
 def _margin(face: _Face | None, Q: _Body, x: np.ndarray) -> np.ndarray:
     """How far (m) world points x (k, 3) lie inside Q's finite face (in its plane), inf without one."""
     if face is None:
@@ -596,15 +543,6 @@ def _margin(face: _Face | None, Q: _Body, x: np.ndarray) -> np.ndarray:
         return (face.half - np.abs((x - face.center).dot(face.axes.T))).min(axis=1)
     r = x - Q.point(face.center)
     return (face.half - np.abs(r.dot(face.axes.dot(Q.R.T).T))).min(axis=1)
-
-
-def _inside(face, x: np.ndarray, tol: float) -> bool:
-    """Whether world point x lies over a box's face (``(box, placement)``; False means not a box: inside)."""
-    if face is False or face is None:
-        return True
-    box, M = face
-    loc = M.rotation.T @ (x - M.translation)
-    return bool(np.all(np.abs(loc) <= np.asarray(box.halfSide) + tol))
 
 
 def _dedupe(pts, tol=POINT_TOL):
