@@ -27,7 +27,7 @@ def test_a_ball_columns_rows_come_from_one_call_per_state_equal_to_one_call_per_
             single = row_kernel.rows_of(h)
             for x, y in zip(rows, single):
                 assert x.shape == y.shape and np.array_equal(x, y)
-    assert hinge.COMPILED_ROWS == "balls"
+    assert hinge.COMPILED_ROWS == "all"  # (the default: every hinge but linked supports and carriers)
 
 
 def test_the_assembly_reads_the_batchs_stacked_rows_equal_to_each_hinges_terms():

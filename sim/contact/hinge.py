@@ -22,12 +22,11 @@ SLIP_SPEED = 1e-9
 
 
 #: which hinges build their rows in one compiled call (:mod:`sim.contact.row_kernel`, numba):
-#: ``"balls"`` (a ball on a ball or on a face: its one point), ``"all"`` or ``"none"`` (the Python
-#: reference everywhere). The others stay on the reference by default: the kernel's sums run in
-#: another order than numpy's BLAS products, and the event sequences of some scenes hang on those
-#: last bits (the toppled brick stack, a hand grasping a cylinder); see docs/architecture.md
+#: ``"all"``, ``"balls"`` (a ball on a ball or on a face: its one point) or ``"none"`` (the Python
+#: reference everywhere). A linked support's members and a carrier with riders always take the
+#: reference (their friction is spread over other hinges' points); see docs/architecture.md
 #: "Evaluation speed".
-COMPILED_ROWS = "balls"
+COMPILED_ROWS = "all"
 #: how many row builds took each path: the compiled kernel, the Python reference
 ROW_COUNTS = {"kernel": 0, "reference": 0}
 row_kernel = None  # sim.contact.row_kernel, once the first hinge takes the compiled path
@@ -42,8 +41,8 @@ _POINT = Region.POINT
 def _compiled(h) -> bool:
     """Whether :data:`COMPILED_ROWS` selects the compiled rows for hinge h."""
     which = COMPILED_ROWS
-    if h.group is not None:  # (its force rows are its linked support's: the reference rows)
-        return False
+    if h.group is not None or h.carried:  # (friction spread over a linked support, or over its riders'
+        return False                      # points: the reference rows)
     return which == "all" or which == "balls" and bool(h.points) and (h.balls or h.region == _POINT)
 
 

@@ -93,6 +93,11 @@ class RowBatch:
             out = f[4] = (f[2], JD[:, :-1].copy(), JD[:, -1].copy())
         return out
 
+    def forget(self) -> None:
+        """Drop the last fill: :meth:`stacked_terms` then answers None until the next fill, and the
+        assembly stacks each hinge's ``terms()`` (the general path, for tests that compare the two)."""
+        self._filled = None
+
     def _stacked(self, group: list, packs: list) -> tuple:
         """The group's parameters stacked (kept while the same hinges have the same packs)."""
         key = (tuple(group), tuple(packs))
