@@ -405,7 +405,7 @@ def test_brick_stack_topples_and_comes_to_rest_with_its_support_sets_from_the_qp
 
 def test_toppled_brick_stack_stays_out_of_the_table(brick_stack):
     # no pair is ever more than 0.1 mm deep. Not asserted: an event rate at rest. Once down the
-    # stack is quiet in some runs and bursts in others (from 21 offsets over 3 s, 17 quiet after
+    # stack is quiet in some runs and bursts in others (from 21 offsets over 3 s, 15 quiet after
     # 1.2 s; this run, offset 0, quiet on one machine and bursting to 1.97 s on another): issue 25's
     # "fewer than 20 events per simulated second after settling" is open, measured by
     # bench/contact_properties.py (docs/architecture.md, Known limits)
