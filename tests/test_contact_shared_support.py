@@ -152,4 +152,5 @@ def test_a_plank_dropped_flat_on_two_blocks_bounces_at_the_analytic_times_and_re
     assert [ev.kind for ev in rec.events[len(impacts):]] == ["contact_made"] * 2
     assert rec.events[-1].time == impacts[-1]
     q = np.array(rec.q)
-    assert np.abs(q[-1] - b.q0).max() < 1e-9 and np.abs(q[:, 3:6]).max() < 1e-12  # flat throughout
+    # flat throughout; at rest at the depth of its last landing (within the guards' tolerance)
+    assert np.abs(q[-1] - b.q0).max() < 1e-8 and np.abs(q[:, 3:6]).max() < 1e-12

@@ -177,6 +177,8 @@ class _Geometry:
         gm = world.gmodel
         self.objs = [gm.geometryObjects[i] for i in range(gm.ngeoms)]
         self.preq = coal.ContactPatchRequest()
+        # (coal's default, 1 mm, held a box landing tilted by a few mrad on face points far in the air)
+        self.preq.setPatchTolerance(NEAR_FACTOR * touch_distance)
 
     def roles(self, pair: int) -> tuple[int, int] | None:
         """Geometry indices (A, B) able to carry a hinge, B preferring the world / a half-space."""
@@ -314,7 +316,7 @@ class _Geometry:
         box = isinstance(sb, coal.Box) and (sb, Mb)
         kind, touch, rims = curved.cylinder_points(sa, Ma, n, plane_b, pts, NEAR_FACTOR * self.touch_distance,
                                                    lambda x: _inside(box, x, self.touch_distance))
-        points = [SupportPoint(Ja.actInv(x), Jb.actInv(x - n * (n @ (x - plane_b))), r) for x, r in touch]
+        points = [SupportPoint(Ja.actInv(x), Jb.actInv(_held_at(x, x - n * (n @ (x - plane_b)), n, r)), r) for x, r in touch]
         spare = [SupportPoint(Ja.actInv(x), Jb.actInv(plane_b)) for x in rims
                  if all(np.linalg.norm(x - y) > POINT_TOL for y, _ in touch)]
         region = Region.of_count(len(points), Region.FACE)
@@ -353,7 +355,8 @@ class _Geometry:
         nb = Jb.rotation.T @ n
         if isinstance(sa, coal.Sphere):
             c = Ma.translation
-            point = SupportPoint(Ja.actInv(c), Jb.actInv(c - n * (n @ (c - plane_b))), float(sa.radius))
+            point = SupportPoint(Ja.actInv(c), Jb.actInv(_held_at(c, c - n * (n @ (c - plane_b)), n, float(sa.radius))),
+                                 float(sa.radius))
             return _PairContact(pair, (objs[ia].name, objs[ib].name), (ja, jb), nb, [point], Region.POINT)
         face_a = self._plane_point(sa, Ma, -n)
         edge_a = float(np.abs(Ma.rotation.T @ n).max()) < math.cos(FACE_ANGLE)
@@ -392,9 +395,9 @@ class _Geometry:
             snapped.append(xa)
             crossing = _margin(face_b, B, xa[None])[0] <= near and _margin(face_a_l, A, xb[None])[0] <= near
             if self._owner(face_b, face_a_l, A, B, xa, xb, near) == 0:
-                points.append(SupportPoint(Ja.actInv(xa), Jb.actInv(xb), crossing=crossing))
+                points.append(SupportPoint(Ja.actInv(xa), Jb.actInv(_held_at(xa, xb, n)), crossing=crossing))
             else:
-                points.append(SupportPoint(Jb.actInv(xb), Ja.actInv(xa), owner=1, crossing=crossing))
+                points.append(SupportPoint(Jb.actInv(xb), Ja.actInv(_held_at(xb, xa, -n)), owner=1, crossing=crossing))
         spare = []
         if full:
             self._add_left_out(points, ((verts_a, plane_b, n, isinstance(sb, coal.Box) and (sb, Mb), Ja, Jb),
@@ -417,7 +420,7 @@ class _Geometry:
                     continue
                 have = [Ja.act(p.local_a) if p.owner == 0 else Jb.act(p.local_a) for p in points]
                 if all(np.linalg.norm(x - y) > near for y in have):
-                    points.append(SupportPoint(Jp.actInv(x), Jq.actInv(x - k * ((x - plane) @ k)), owner=owner))
+                    points.append(SupportPoint(Jp.actInv(x), Jq.actInv(_held_at(x, x - k * ((x - plane) @ k), k)), owner=owner))
 
     def _edge_crossing(self, edges_a, edges_b, p, n, near, center_a):
         """The edges of A and B through patch point p (world) when they cross at an angle, else None.
@@ -543,6 +546,15 @@ def _margin(face: _Face | None, Q: _Body, x: np.ndarray) -> np.ndarray:
         return (face.half - np.abs((x - face.center).dot(face.axes.T))).min(axis=1)
     r = x - Q.point(face.center)
     return (face.half - np.abs(r.dot(face.axes.dot(Q.R.T).T))).min(axis=1)
+
+
+def _held_at(x: np.ndarray, o: np.ndarray, k: np.ndarray, radius: float = 0.0) -> np.ndarray:
+    """The other body's point (world, m) under a support point x: o, the surface point under x along
+    the normal k, moved down by the point's depth when x (less ``radius``) lies below that surface,
+    so the point is held at the depth it was found at: closing that depth would lift the body by
+    its weight times the depth, work that no impact or force did."""
+    gap = float(k @ (x - o)) - radius
+    return o + gap * k if gap < 0.0 else o
 
 
 def _dedupe(pts, tol=POINT_TOL):
