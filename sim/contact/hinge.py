@@ -46,6 +46,14 @@ def _compiled(h) -> bool:
     return which == "all" or which == "balls" and bool(h.points) and (h.balls or h.region == _POINT)
 
 
+def _multipliers_of(sol, h: "ContactHinge") -> np.ndarray:
+    """A hinge's multipliers in a solution (zeros when there is none, or it has none: detached, or
+    solved before it existed). Not ``dict.get``'s default: that would build the zeros at every
+    call, twice per step."""
+    lam = None if sol is None else sol.lam.get(h.name)
+    return np.zeros(h.size) if lam is None else lam
+
+
 # ------------------------------------------------------------- contact hinge
 class ContactHinge(HingeSupport, Constraint):
     """The temporary hinge of one contacting pair (its rows: see :mod:`sim.contact`).

@@ -15,18 +15,15 @@ from ..collision import CollisionWorld, PairFilter
 from ..events import VELOCITY, EventSource
 from ..impact import LAWS, RestitutionTable
 from ..stabilization import project_velocities
-from . import impacts, support_set
-from .geometry import POINT_TOL, SupportPoint, _Geometry, _margin, _PairContact, _same_key, _unit
-from .hinge import _SLIDE, _STICK, ContactHinge, Mode
+from . import impacts, mode_pass, support_set
+from .geometry import POINT_TOL, SupportPoint, _Geometry, _margin, _PairContact, _same_key
+from .hinge import _SLIDE, _STICK, ContactHinge, Mode, _multipliers_of
 from .linked import LinkedSupport
 from .query import ContactForceProbe, ContactState, hinge_states, pair_forces
 from .row_batch import RowBatch
 from .rows import _edge_geometry
 from .support import FORCE_FLOOR, FORCE_RTOL
 
-#: dimensionless: a sliding contact whose sliding velocity turned from its direction by more than
-#: ``acos(1 - TURN_TOL)`` (1.4 mrad) follows the new direction (its slide guard re-armed)
-TURN_TOL = 1e-6
 #: a slide's onset (ContactSource._slide_guard): a slip that runs against the slide direction faster
 #: than this multiple of ``stick_velocity`` is an event, where friction turns to oppose it (at half
 #: stick_velocity the update stuck such pairs again, and a leaning brick stack slipped and stuck
@@ -39,14 +36,6 @@ CROSSING_SLACK = 1e-3
 PARTING_SLACK = 1e-9
 #: s: the longest time tolerance of event isolation enable_contacts takes from the simulator
 MAX_TOLERANCE = 1e-9
-
-
-def _multipliers_of(sol, h: ContactHinge) -> np.ndarray:
-    """A hinge's multipliers in a solution (zeros when there is none, or it has none: detached, or
-    solved before it existed). Not ``dict.get``'s default: that would build the zeros at every
-    call, twice per step."""
-    lam = None if sol is None else sol.lam.get(h.name)
-    return np.zeros(h.size) if lam is None else lam
 
 
 class ContactSource(EventSource):
@@ -267,7 +256,7 @@ class ContactSource(EventSource):
         with its guard already below 0 (random drop 22: a box pushed across the ground, +2 % of the
         scene's energy). So until the slip has run along ``slide_dir`` at ``ONSET_SPEED_RATIO``
         times ``stick_velocity`` (:meth:`after_step`), the guard is offset by that speed: a slip
-        the other way fires there, and the update turns the slide to follow it (:meth:`_friction_pass`)."""
+        the other way fires there, and the update turns the slide to follow it (:func:`sim.contact.mode_pass.friction_pass`)."""
         s = h.tangential_velocity().dot(h.slide_dir)
         return s + self._onset_speed if h.onset else s
 
@@ -520,10 +509,10 @@ class ContactSource(EventSource):
             if not self.hinges:
                 break
             support_set.choose_supports(self, sim)
-            if not self.hinges or not self._friction_pass(sim):
+            if not self.hinges or not mode_pass.friction_pass(self, sim):
                 break
         for k, h in list(self.hinges.items()):
-            self._log_change(sim, h, old.get(k))
+            mode_pass.log_change(sim, h, old.get(k))
         # sticking hinges whose stick rows still see a slip (a stick begun at up to stick_velocity,
         # an edge or face still turning about its normal): what _settle takes out
         self._stuck = [h for h in self.hinges.values() if h.mode == Mode.STICK and not h.controlled and h.slips(sim.v)]
@@ -547,61 +536,6 @@ class ContactSource(EventSource):
         if h.announced:  # a candidate dropped in the update that proposed it was never made
             sim.log("contact_broken", f"{h.label}: contact broken ({why})", pair=list(h.names))
 
-
-    # -------------------------------------------------------------- friction
-    def _friction_pass(self, sim) -> bool:
-        """One pass of Coulomb's law over the hinges; True when a mode changed.
-
-        A sticking pair whose friction reaches ``mu_s f_n`` slides, against its friction force;
-        a sliding pair that has stopped sticks (tentatively: the next pass checks the static law)."""
-        sol = sim.solve_now()
-        changed = False
-        # (a linked support's loads read all its hinges' forces: taken before any mode changes here)
-        loads = {id(h): self._loads(h, sol) for h in self.hinges.values() if h.group is not None and h.mode == Mode.STICK}
-        for h in self.hinges.values():
-            if h.controlled and h.mode == Mode.STICK or h.carrier is not None:
-                continue  # its friction stays in the pyramid (force_inequalities), or is its carrier's
-            fn, ft = loads[id(h)] if id(h) in loads else h.forces(_multipliers_of(sol, h))
-            # the same test as the slip guard (which fires at <= 0), so a handled event never repeats
-            if h.mode == Mode.STICK and FrictionLaw.slips(h.mu_s, fn, ft):
-                if np.linalg.norm(ft) == 0.0:
-                    continue  # no support left to hold anything: the support pass removes it
-                h.slide(FrictionLaw.slip_direction(h.tangent_world(ft)), onset=True)
-                h.slipped = True  # it starts sliding now: not "stopped" within this update
-                changed = True
-            elif h.mode == Mode.SLIDE and h.slipped:
-                pass
-            elif h.mode == Mode.SLIDE and h.onset and \
-                    (vt := h.tangential_velocity()) @ h.slide_dir < -0.5 * self._onset_speed:
-                # the slip begun at an onset ran against its direction (_slide_guard): friction
-                # opposes the slip from here
-                h.follow(_unit(vt))
-                h.onset = False
-            elif h.mode == Mode.SLIDE and np.linalg.norm(vt := h.tangential_velocity()) > self.stick_velocity:
-                if vt @ h.slide_dir < (1 - TURN_TOL) * np.linalg.norm(vt):
-                    h.follow(_unit(vt))  # turned: follow the sliding direction, re-arm the guard
-            elif h.mode == Mode.SLIDE:
-                h.stick()
-                changed = True
-            if changed:
-                h.invalidate()
-        return changed
-
-    # ---------------------------------------------------------------- logging
-    def _log_change(self, sim, h: ContactHinge, before) -> None:
-        pts = len(h.support())
-        data = dict(pair=list(h.names), region=str(h.region), points=pts, mode=str(h.mode))
-        if before is None:
-            sim.log("contact_made", f"{h.label}: {h.region} contact, {pts} points, {h.mode}", **data)
-            h.announced = True
-            return
-        region, npts, mode = before
-        if (region, npts) != (h.region, pts):
-            sim.log("contact_changed", f"{h.label}: {region} -> {h.region} ({npts} -> {pts} points)",
-                    before=str(region), **data)
-        if mode != h.mode and mode != Mode.NEW:
-            kind = "slip" if h.mode == Mode.SLIDE else "stick" if h.mode == Mode.STICK else "contact_changed"
-            sim.log(kind, f"{h.label}: {mode} -> {h.mode}", **data)
 
     # ------------------------------------------------------------ reporting
     def pair_forces(self, sim) -> dict[str, dict]:

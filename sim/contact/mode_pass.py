@@ -1,0 +1,71 @@
+"""Coulomb's law at a contact event, one pass over a contact source's hinges' friction modes
+(:func:`friction_pass`, which :meth:`ContactSource._establish` alternates with the support choice),
+and the events that record a hinge's changes of region, points and mode (:func:`log_change`)."""
+from __future__ import annotations
+
+import numpy as np
+
+from controlkit.friction import FrictionLaw
+
+from .geometry import _unit
+from .hinge import ContactHinge, Mode, _multipliers_of
+
+#: dimensionless: a sliding contact whose sliding velocity turned from its direction by more than
+#: ``acos(1 - TURN_TOL)`` (1.4 mrad) follows the new direction (its slide guard re-armed)
+TURN_TOL = 1e-6
+
+
+def friction_pass(src, sim) -> bool:
+    """One pass of Coulomb's law over the contact source ``src``'s hinges; True when a mode changed.
+
+    A sticking pair whose friction reaches ``mu_s f_n`` slides, against its friction force;
+    a sliding pair that has stopped sticks (tentatively: the next pass checks the static law)."""
+    sol = sim.solve_now()
+    changed = False
+    # (a linked support's loads read all its hinges' forces: taken before any mode changes here)
+    loads = {id(h): src._loads(h, sol) for h in src.hinges.values() if h.group is not None and h.mode == Mode.STICK}
+    for h in src.hinges.values():
+        if h.controlled and h.mode == Mode.STICK or h.carrier is not None:
+            continue  # its friction stays in the pyramid (force_inequalities), or is its carrier's
+        fn, ft = loads[id(h)] if id(h) in loads else h.forces(_multipliers_of(sol, h))
+        # the same test as the slip guard (which fires at <= 0), so a handled event never repeats
+        if h.mode == Mode.STICK and FrictionLaw.slips(h.mu_s, fn, ft):
+            if np.linalg.norm(ft) == 0.0:
+                continue  # no support left to hold anything: the support pass removes it
+            h.slide(FrictionLaw.slip_direction(h.tangent_world(ft)), onset=True)
+            h.slipped = True  # it starts sliding now: not "stopped" within this update
+            changed = True
+        elif h.mode == Mode.SLIDE and h.slipped:
+            pass
+        elif h.mode == Mode.SLIDE and h.onset and \
+                (vt := h.tangential_velocity()) @ h.slide_dir < -0.5 * src._onset_speed:
+            # the slip begun at an onset ran against its direction (_slide_guard): friction
+            # opposes the slip from here
+            h.follow(_unit(vt))
+            h.onset = False
+        elif h.mode == Mode.SLIDE and np.linalg.norm(vt := h.tangential_velocity()) > src.stick_velocity:
+            if vt @ h.slide_dir < (1 - TURN_TOL) * np.linalg.norm(vt):
+                h.follow(_unit(vt))  # turned: follow the sliding direction, re-arm the guard
+        elif h.mode == Mode.SLIDE:
+            h.stick()
+            changed = True
+        if changed:
+            h.invalidate()
+    return changed
+
+def log_change(sim, h: ContactHinge, before) -> None:
+    """Log h's changes at an update: ``contact_made`` (``before`` None: it is new), ``contact_changed``
+    (region or point count), ``slip`` / ``stick`` (mode); ``before``: its (region, points, mode)."""
+    pts = len(h.support())
+    data = dict(pair=list(h.names), region=str(h.region), points=pts, mode=str(h.mode))
+    if before is None:
+        sim.log("contact_made", f"{h.label}: {h.region} contact, {pts} points, {h.mode}", **data)
+        h.announced = True
+        return
+    region, npts, mode = before
+    if (region, npts) != (h.region, pts):
+        sim.log("contact_changed", f"{h.label}: {region} -> {h.region} ({npts} -> {pts} points)",
+                before=str(region), **data)
+    if mode != h.mode and mode != Mode.NEW:
+        kind = "slip" if h.mode == Mode.SLIDE else "stick" if h.mode == Mode.STICK else "contact_changed"
+        sim.log(kind, f"{h.label}: {mode} -> {h.mode}", **data)
