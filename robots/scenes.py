@@ -387,6 +387,14 @@ def box_row(n: int = 12, size: Sequence[float] = (0.1, 0.1, 0.1), mass: float = 
                        name="box_row")
 
 
+def _block(name: str, size: Sequence[float], mass: float | None) -> tuple[Body, bool]:
+    """A wooden box ``name`` of ``size`` (x, y, z; m) and whether it is fixed: fixed to the world
+    (a ground body without a half-space) when ``mass`` is None, else a free body of ``mass`` kg."""
+    if mass is None:
+        return ground_body(name, size[:2], size[2], halfspace=False, material="wood")[0], True
+    return Body(name, cuboid(*size), mass=mass, color=(0.55, 0.55, 0.6, 1.0), material="wood"), False
+
+
 def plank_on_blocks(
     angle: float = 0.0,
     offset: float = 0.0,
@@ -421,12 +429,8 @@ def plank_on_blocks(
         s.add(g, pin.SE3(R, R @ np.array([0.0, 0.0, -0.05 - block[2]])), fixed=True)
     sides = (("left", -span / 2), ("right", span / 2))
     for name, x in sides[::-1] if right_first else sides:
-        at = pin.SE3(R, R @ np.array([x, 0.0, -block[2] / 2]))
-        if block_mass is None:
-            b, _ = ground_body(name, block[:2], block[2], halfspace=False, material="wood")
-            s.add(b, at, fixed=True)
-        else:
-            s.add(Body(name, cuboid(*block), mass=block_mass, color=(0.55, 0.55, 0.6, 1.0), material="wood"), at)
+        b, fixed = _block(name, block, block_mass)
+        s.add(b, pin.SE3(R, R @ np.array([x, 0.0, -block[2] / 2])), fixed=fixed)
     s.add(Body("plank", cuboid(*plank), mass=mass, color=(0.8, 0.6, 0.3, 1.0), material="wood"),
           pin.SE3(R, R @ np.array([offset, 0.0, plank[2] / 2])))
     built = s.build()
@@ -469,13 +473,8 @@ def plank_leaning(
     s.add(g, gp, fixed=True)
     Rb = pin.rpy.rpyToMatrix(0.0, 0.0, box_yaw)
     near = max(-(Rb @ np.array([sx, sy, 0.0]))[0] for sx in (-1, 1) for sy in (-1, 1)) * box_width / 2
-    at = pin.SE3(Rb, np.array([near, 0.0, height / 2]))
-    if box_mass is None:
-        b, _ = ground_body("box", (box_width, box_width), height, halfspace=False, material="wood")
-        s.add(b, at, fixed=True)
-    else:
-        s.add(Body("box", cuboid(box_width, box_width, height), mass=box_mass, color=(0.55, 0.55, 0.6, 1.0),
-                   material="wood"), at)
+    b, fixed = _block("box", (box_width, box_width, height), box_mass)
+    s.add(b, pin.SE3(Rb, np.array([near, 0.0, height / 2])), fixed=fixed)
     centre = np.array([-reach, 0.0, 0.0]) + plank[0] / 2 * up + plank[2] / 2 * normal
     s.add(Body("plank", cuboid(*plank), mass=mass, color=(0.8, 0.6, 0.3, 1.0), material="wood"),
           pin.SE3(pin.rpy.rpyToMatrix(0.0, -angle, 0.0), centre),

@@ -19,7 +19,7 @@ from typing import Sequence
 import numpy as np
 
 from .geometry import SupportPoint
-from .hinge import ContactHinge
+from .hinge import ContactHinge, _multipliers_of
 from .mode import Mode
 from .rows import _friction_rows, _point_rows_of, support_normal_rows
 from .support import least_squares_spread, support_distribution
@@ -58,6 +58,7 @@ class LinkedSupport:
             at += len(h.points)
         self._key = None
         self._cache: dict = {}
+        self._static = None  # (solve, state version, static_loads' table): loads_of's memo
 
     def __contains__(self, h) -> bool:
         return id(h) in self._members
@@ -255,6 +256,17 @@ class LinkedSupport:
                 ft[:t_at[1]] = f[t_at[0]:t_at[0] + t_at[1]]
             out[key] = (float(f[a0:a0 + na].sum()), ft)
         return out
+
+    def loads_of(self, h, sol) -> tuple[np.ndarray, np.ndarray]:
+        """What the static friction law of its sticking hinge h reads at the solve ``sol``: the normal
+        force (1,) (N) and the tangential force (2,) (N), h's shares of :meth:`static_loads` (its own
+        held forces leave out what other hinges' rows carry: a block under one end of a plank held up
+        by its own weight only). One spread per solve and state, for all its hinges."""
+        memo, version = self._static, h.mech.state_version
+        if memo is None or memo[0] is not sol or memo[1] != version:
+            memo = self._static = (sol, version, self.static_loads(h.mech, lambda x: _multipliers_of(sol, x)))
+        fn, ft = memo[2].get(id(h), (0.0, np.zeros(2)))
+        return np.array([fn]), ft
 
     def normal_forces(self, mech, lam_of, h) -> np.ndarray:
         """The normal forces (N) at hinge h's support points (as ``h.support()`` lists them) in the spread

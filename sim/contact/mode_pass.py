@@ -23,7 +23,7 @@ def friction_pass(src, sim) -> bool:
     sol = sim.solve_now()
     changed = False
     # (a linked support's loads read all its hinges' forces: taken before any mode changes here)
-    loads = {id(h): src._loads(h, sol) for h in src.hinges.values() if h.group is not None and h.mode == Mode.STICK}
+    loads = {id(h): h.group.loads_of(h, sol) for h in src.hinges.values() if h.group is not None and h.mode == Mode.STICK}
     for h in src.hinges.values():
         if h.controlled and h.mode == Mode.STICK or h.carrier is not None:
             continue  # its friction stays in the pyramid (force_inequalities), or is its carrier's

@@ -101,7 +101,6 @@ class ContactSource(EventSource):
         # the hinges with support points linked through other bodies and their one support margin
         # (sim.contact.linked), or None; chosen with the supports
         self.linked: LinkedSupport | None = None
-        self._static = None  # (support, solve, state) -> its static loads: _loads
 
     # --------------------------------------------------------------- guards
     def guards(self, sim, t, q, v):
@@ -206,28 +205,17 @@ class ContactSource(EventSource):
     def _hinge_guards(self, h: ContactHinge, lam: np.ndarray, sol) -> np.ndarray:
         return np.concatenate([np.asarray(self._force_guards(h, lam, sol), dtype=float), *self._geometry_guards(h)])
 
-    def _loads(self, h: ContactHinge, sol) -> tuple[np.ndarray, np.ndarray]:
-        """A sticking hinge of a linked support: the normal forces (N) and tangential force (2,) (N)
-        that its static friction law reads, its shares of the support's spread loads
-        (:meth:`LinkedSupport.static_loads`: its own held forces leave out what other hinges' rows
-        carry, a block under one end of a plank held up by its own weight only)."""
-        memo, version = self._static, h.mech.state_version  # (one spread per support, solve and state)
-        if memo is None or memo[0] is not h.group or memo[1] is not sol or memo[2] != version:
-            memo = self._static = (h.group, sol, version, h.group.static_loads(h.mech, lambda x: _multipliers_of(sol, x)))
-        fn, ft = memo[3].get(id(h), (0.0, np.zeros(2)))
-        return np.array([fn]), ft
-
     def _force_guards(self, h: ContactHinge, lam: np.ndarray, sol) -> list[float]:
         """The guards that depend on the forces (the statements): support margin, stick or slide
         (none for a controlled hinge: the solve keeps its forces compressive and in the pyramid; none
         for a hinge that rides on a carrier: the carrier's guards cover its points and friction; a hinge
         of a linked support has no margin of its own (the support's is one guard, ``_linked_guard``) and
-        its static law reads the support's spread, ``_loads``)."""
+        its static law reads the support's spread, :meth:`LinkedSupport.loads_of`)."""
         if h.controlled or h.carrier is not None:
             return []
         if h.group is not None:  # (its support margin is its linked support's; its friction on the spread)
             if h.mode == _STICK:
-                fn, ft = self._loads(h, sol)
+                fn, ft = h.group.loads_of(h, sol)
                 return [FrictionLaw.static_margin(h.mu_s, fn.tolist(), ft)]
             return [self._slide_guard(h)] if h.mode == _SLIDE else []
         if len(lam) == 3 and len(h.points) == 1 and h.stick_row_count() == 2 and not h.dependent:
@@ -535,7 +523,6 @@ class ContactSource(EventSource):
         self._grace[k] = 0.0  # its distance is set at the end of update()
         if h.announced:  # a candidate dropped in the update that proposed it was never made
             sim.log("contact_broken", f"{h.label}: contact broken ({why})", pair=list(h.names))
-
 
     # ------------------------------------------------------------ reporting
     def pair_forces(self, sim) -> dict[str, dict]:
