@@ -160,3 +160,46 @@ def test_a_contact_guards_end_solve_stands_for_the_steps_end_solve(monkeypatch):
     assert per_step == 4 and per_step_again == 5
     assert same_recordings(taken, again)
     assert [(e.time, e.kind) for e in taken.recording.events] == [(e.time, e.kind) for e in again.recording.events]
+
+
+@pytest.mark.parametrize("scene, integrator, seconds", [("slope", "rk4", 0.4), ("row", "semi_implicit_euler", 0.4)])
+def test_contact_guards_after_a_control_phase_that_changed_nothing_are_the_step_ends(monkeypatch, scene, integrator,
+                                                                                      seconds):
+    """After each step's control phase the simulator asks for the guards again; when the statements
+    and the solve are the step end's and no slide's onset ended, the contact source returns the step
+    end's guards themselves. They equal a fresh evaluation each time, and the run equals one that
+    evaluates every guard afresh after every control phase (a box sliding down a slope, whose slide's
+    onset ends on the way; 8 boxes landing side by side)."""
+    from robots import scenes
+    from sim.contact import enable_contacts
+    from sim.contact.source import ContactSource
+
+    def run():
+        if scene == "slope":
+            b = scenes.box_on_slope(angle=0.6, mu_static=0.5, mu_kinetic=0.4)
+        else:
+            b = scenes.box_row(8)
+        sim = Simulator(b.mechanism, b.q0, b.v0, dt=1e-3, integrator=integrator)
+        enable_contacts(sim, friction=(0.5, 0.4), restitution=0.0 if scene == "slope" else 0.3)
+        sim.run(seconds)
+        return sim
+
+    fast = ContactSource.guards_after_control
+    seen = {"kept": 0, "fresh": 0}
+
+    def checked(self, sim, t, q, v, before):
+        out = fast(self, sim, t, q, v, before)
+        if out is before:
+            seen["kept"] += 1
+            assert np.array_equal(self.guards(sim, t, q, v), before)
+        else:
+            seen["fresh"] += 1
+        return out
+
+    monkeypatch.setattr(ContactSource, "guards_after_control", checked)
+    kept = run()
+    assert seen["kept"] > 100 and seen["kept"] > seen["fresh"] / 4  # (falling with no contact: no force guards)
+    monkeypatch.setattr(ContactSource, "guards_after_control", lambda self, sim, t, q, v, before: self.guards(sim, t, q, v))
+    fresh = run()
+    assert same_recordings(kept, fresh)
+    assert [(e.time, e.kind) for e in kept.recording.events] == [(e.time, e.kind) for e in fresh.recording.events]

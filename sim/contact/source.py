@@ -138,7 +138,7 @@ class ContactSource(EventSource):
         if self.linked is not None:
             out.append(np.array([self._linked_guard(mech, sol)]))
             at += 1
-        self._layout = (self._layout_key(q), starts, at)
+        self._layout = (self._layout_key(q), starts, at, sol, self._onsets_ended)
         return np.concatenate(out)
 
     def _linked_guard(self, mech, sol) -> float:
@@ -148,6 +148,7 @@ class ContactSource(EventSource):
 
     _layout = None
     _step = 0.0
+    _onsets_ended = 0  # how many slides' onsets ended (after_step): the slide guards' one input besides state and forces
 
     def _overlapping(self, q, v, d: np.ndarray) -> None:
         """The distance guards (in place) of the pairs an update left overlapping, unhinged: while
@@ -189,12 +190,17 @@ class ContactSource(EventSource):
 
     def guards_after_control(self, sim, t, q, v, before):
         """Only the force guards again (the support margins, stick and slide): distances and
-        vertex gaps depend on the state alone, which a control phase does not change."""
+        vertex gaps depend on the state alone, which a control phase does not change; ``before``
+        itself when the forces are still the solve they were read from (no statement changed)
+        and no slide's onset ended since."""
         lay, mech = self._layout, sim.mech
         if lay is None or len(before) != lay[2] or lay[0] != self._layout_key(q) \
                 or not (mech.state_is(q, v) and mech.solved(sim.equations)):
             return self.guards(sim, t, q, v)
-        sol, out = mech.solution, before.copy()
+        sol = mech.solution
+        if sol is lay[3] and self._onsets_ended == lay[4]:
+            return before
+        out = before.copy()
         for h, start in zip(self.hinges.values(), lay[1]):
             f = self._force_guards(h, _multipliers_of(sol, h), sol)
             out[start:start + len(f)] = f
@@ -344,6 +350,7 @@ class ContactSource(EventSource):
                     sim.mech.set_state(sim.q, sim.v, check=False)
                 if h.tangential_velocity().dot(h.slide_dir) > self._onset_speed:
                     h.onset = False
+                    self._onsets_ended += 1  # (its slide guard changes: guards_after_control reads it)
 
     def follow_crossings(self, sim) -> None:
         """After a step: move each crossing support point to where its two edges now cross.
