@@ -2,10 +2,14 @@
 the ground, in controlkit (``enable_contacts``: exact events, hard unilateral contacts with Coulomb
 friction) and, when installed, MuJoCo and PyBullet (their soft or penalty contacts) at the same step.
 
-Each engine's figure is wall time per simulated second (best of ``repeat`` runs; controlkit runs
-once, it is the slow one) and its ratio to MuJoCo's in the same run, with what the scene ends in
-(the highest body's height, the lowest body's height, the largest speed left) so the rows can be
-seen to simulate the same fall. Only measurements: nothing here is asserted.
+Each engine runs each scene with two integrators at the same step: semi-implicit Euler (one
+evaluation per step; MuJoCo's ``Euler``, PyBullet's only one) and RK4 (four; controlkit's default,
+MuJoCo's ``RK4``). Each row's figure is wall time per simulated second (best of ``repeat`` runs;
+controlkit runs once, it is the slow one), its ratio to MuJoCo's Euler in the same run
+(``ratio_to_mujoco``) and to MuJoCo's with the same integrator (``ratio_same_integrator``), with
+what the scene ends in (the highest body's height, the lowest body's height, the largest speed
+left) so the rows can be seen to simulate the same fall. Only measurements: nothing here is
+asserted.
 
 The controlkit side (``controlkit_scene``) imports neither MuJoCo nor PyBullet.
 """
@@ -45,10 +49,14 @@ SCENES = {
 }
 
 
-def controlkit_scene(spec: ContactScene) -> Simulator:
-    """The scene's Simulator (RK4 at ``spec.dt``) with its contacts enabled, not yet run."""
+#: the integrators each engine runs: controlkit's name -> MuJoCo's
+INTEGRATORS = {"semi_implicit_euler": "Euler", "rk4": "RK4"}
+
+
+def controlkit_scene(spec: ContactScene, integrator: str = "rk4") -> Simulator:
+    """The scene's Simulator (``integrator`` at ``spec.dt``) with its contacts enabled, not yet run."""
     b = spec.build()
-    sim = Simulator(b.mechanism, b.q0, b.v0, dt=spec.dt, integrator="rk4")
+    sim = Simulator(b.mechanism, b.q0, b.v0, dt=spec.dt, integrator=integrator)
     enable_contacts(sim, friction=spec.friction, restitution=spec.restitution)
     return sim
 
@@ -63,8 +71,8 @@ def _ends(z: np.ndarray, v: np.ndarray) -> dict:
     return {"top_z_m": float(z.max()), "lowest_z_m": float(z.min()), "max_speed_end": float(np.abs(v).max())}
 
 
-def controlkit_run(spec: ContactScene) -> dict:
-    sim = controlkit_scene(spec)
+def controlkit_run(spec: ContactScene, integrator: str = "rk4") -> dict:
+    sim = controlkit_scene(spec, integrator)
     t0 = time.perf_counter()
     error = ""
     try:
@@ -77,9 +85,10 @@ def controlkit_run(spec: ContactScene) -> dict:
             **_ends(q[:, 2], np.asarray(sim.v)), "error": error}
 
 
-def mujoco_xml(spec: ContactScene) -> str:
+def mujoco_xml(spec: ContactScene, integrator: str = "Euler") -> str:
     """MJCF: a ground plane and the free bodies, contacts with the restitution mapping of
-    bench/peers.py (``mujoco_contact``), sliding friction the kinetic coefficient."""
+    bench/peers.py (``mujoco_contact``), sliding friction the kinetic coefficient; ``integrator``
+    MuJoCo's name ("Euler": semi-implicit, "RK4")."""
     from bench.peers import mujoco_contact
     c = mujoco_contact(spec.restitution, spec.dt)
     sol = (f'solref="{" ".join(f"{x:.17g}" for x in c["solref"])}" '
@@ -90,13 +99,13 @@ def mujoco_xml(spec: ContactScene) -> str:
         shape = 'type="box" size="{} {} {}"'.format(*(s / 2 for s in spec.size))
     bodies = "".join(f'<body pos="{x:.17g} {y:.17g} {z:.17g}"><freejoint/><geom {shape} mass="{spec.mass}" {sol}/></body>'
                      for x, y, z in _initial(spec))
-    return (f'<mujoco><option timestep="{spec.dt:.17g}" integrator="Euler" gravity="0 0 {-GRAVITY}"/>'
+    return (f'<mujoco><option timestep="{spec.dt:.17g}" integrator="{integrator}" gravity="0 0 {-GRAVITY}"/>'
             f'<worldbody><geom type="plane" size="0 0 1" {sol}/>{bodies}</worldbody></mujoco>')
 
 
-def mujoco_run(spec: ContactScene) -> dict:
+def mujoco_run(spec: ContactScene, integrator: str = "Euler") -> dict:
     import mujoco
-    model = mujoco.MjModel.from_xml_string(mujoco_xml(spec))
+    model = mujoco.MjModel.from_xml_string(mujoco_xml(spec, integrator))
     data = mujoco.MjData(model)
     steps = int(round(spec.seconds / spec.dt))
     t0 = time.perf_counter()
@@ -141,24 +150,30 @@ def _best(fn: Callable[[], dict], repeat: int) -> dict:
 
 
 def contact_scenes(available: Sequence[str], cid: int | None, repeat: int = 3, quick: bool = False) -> list[dict]:
-    """One row per scene and engine: wall s per simulated s and the ratio to MuJoCo's, same run."""
+    """One row per scene, engine and integrator: wall s per simulated s and its ratios to MuJoCo's
+    (Euler, and the same integrator), same run."""
     rows = []
     for name, spec in SCENES.items():
         if quick:
             spec = ContactScene(**{**spec.__dict__, "seconds": spec.seconds / 4})
-        runs = {"controlkit": controlkit_run(spec)}
+        runs = {("controlkit", ours): controlkit_run(spec, ours) for ours in INTEGRATORS}
         if "mujoco" in available:
-            runs["mujoco"] = _best(lambda spec=spec: mujoco_run(spec), repeat)
+            for theirs in INTEGRATORS.values():
+                runs["mujoco", theirs] = _best(lambda spec=spec, i=theirs: mujoco_run(spec, i), repeat)
         if "pybullet" in available:
-            runs["pybullet"] = _best(lambda spec=spec: pybullet_run(spec, cid), repeat)
-        mj = runs.get("mujoco")
-        for engine, r in runs.items():
-            per = r["wall_s"] / max(r["simulated_s"], 1e-12)
-            ratio = per / (mj["wall_s"] / mj["simulated_s"]) if mj else None
-            rows.append({"scene": name, "engine": engine, "dt_s": spec.dt, **r, "wall_per_sim_s": per,
-                         "ratio_to_mujoco": ratio})
+            runs["pybullet", "semi_implicit_euler"] = _best(lambda spec=spec: pybullet_run(spec, cid), repeat)
+        per = {key: r["wall_s"] / max(r["simulated_s"], 1e-12) for key, r in runs.items()}
+        mj = {ours: per.get(("mujoco", theirs)) for ours, theirs in INTEGRATORS.items()}
+        for (engine, integrator), r in runs.items():
+            same = per[engine, integrator] if engine == "mujoco" else mj.get(integrator)
+            euler = mj["semi_implicit_euler"]
+            rows.append({"scene": name, "engine": engine, "integrator": integrator, "dt_s": spec.dt, **r,
+                         "wall_per_sim_s": per[engine, integrator],
+                         "ratio_to_mujoco": per[engine, integrator] / euler if euler else None,
+                         "ratio_same_integrator": per[engine, integrator] / same if same else None})
     return rows
 
 
-COLUMNS = ["scene", "engine", "dt_s", "simulated_s", "steps", "wall_per_sim_s", "ratio_to_mujoco", "events", "top_z_m",
+COLUMNS = ["scene", "engine", "integrator", "dt_s", "simulated_s", "steps", "wall_per_sim_s", "ratio_to_mujoco",
+           "ratio_same_integrator", "events", "top_z_m",
            "lowest_z_m", "max_speed_end", "error"]
