@@ -13,7 +13,9 @@ Scenes, each built in the three engines from the same controlkit seed:
 4. Step throughput on the chain; for controlkit, the real-time factor of the walking and
    redundant-arm demos.
 5. General contact scenes (``bench/peers_contact.py``): a column of 6 spheres and a row of 8
-   boxes dropped on the ground; wall time per simulated second and its ratio to MuJoCo's.
+   boxes dropped on the ground, each engine under semi-implicit Euler and RK4 at the same step;
+   wall time per simulated second and its ratios to MuJoCo's Euler and to MuJoCo's with the
+   same integrator.
 
 Every engine runs on one thread. Timings are the minimum over ``--repeat`` runs.
 The controlkit-side scene functions (``controlkit_row``, ``three_sphere_case``,
