@@ -7,7 +7,7 @@ from typing import Sequence
 
 import numpy as np
 
-from controlkit.dynamics import evaluate
+from controlkit.dynamics import _held_torques, evaluate
 from controlkit.equations import build_problem
 from controlkit.errors import ControlkitError, InconsistentEquationsError
 from controlkit.solver import require_consistent
@@ -27,6 +27,8 @@ PLANE_TOL = 1e-9
 #: is a spare vertex. (Faces 2.5e-7 rad apart, a plank sliding and turning across two blocks, leave
 #: rows that far apart.)
 LINK_TOL = 1e-5
+#: how the support LCP's matrices were built: ``"product"`` (``J M^-1 G^T``), ``"solves"`` (one per column)
+RESPONSE_COUNTS = {"product": 0, "solves": 0}
 
 
 def _tol(x: np.ndarray) -> float:
@@ -362,12 +364,11 @@ def lcp(src, sim, hinges: Sequence[ContactHinge]) -> tuple[np.ndarray, np.ndarra
         stab = drift + sim.equations.kv * (J @ v) + sim.equations.kp * phi
         a0 = evaluate(mech, sim.equations, t, q, v, f0).a
         s0 = J @ a0 + stab
-        cols = [J @ evaluate(mech, sim.equations, t, q, v, f0 + G[i]).a + stab - s0 for i in range(len(J))]
+        A = contact_response(sim, J, G, f0, stab, s0)
     finally:
         for h in hinges:
             h.attach()
         mech.set_state(q, v, check=False)
-    A = np.array(cols).T
     lam, solved = _pivot_lcp(A, s0, normal, _support_qp(A, s0, normal, t))
     if not solved:  # (the QP's forces stand: counted, see ContactSource.unsolved_supports)
         src.unsolved_supports += 1
@@ -375,3 +376,27 @@ def lcp(src, sim, hinges: Sequence[ContactHinge]) -> tuple[np.ndarray, np.ndarra
     held = (lam > _tol(lam)) | (sep <= _tol(s0))  # in the support: pressed, or resting with zero force
     return lam[normal], held[normal]
 
+
+
+def contact_response(sim, J: np.ndarray, G: np.ndarray, f0: np.ndarray, stab: np.ndarray, s0: np.ndarray) -> np.ndarray:
+    """The support LCP's matrix A (k, k) at the simulator's state, the hinges detached: column i is
+    the change of the rows' accelerations ``J a`` (m/s^2 per N) under row i's unit force ``G[i]``
+    applied as an external force. ``s0 = J a(f0) + stab`` (k,) the rows at the external force f0 (nv,).
+
+    Under held torques with no other row held (passive bodies, forward dynamic control) the
+    accelerations are ``M^-1 (tau + f - h)``, so ``A = J M^-1 G^T``: one product with Pinocchio's
+    ``M^-1``. Otherwise one full solve of the statements per column (their own response: inverse
+    dynamics, costs, loop closures), :func:`contact_response_by_solves`."""
+    mech = sim.mech
+    if _held_torques(mech, sim.equations) is not None and all(c.size == 0 for c in mech.constraints.values()):
+        RESPONSE_COUNTS["product"] += 1
+        return J.dot(mech.mass_inverse().dot(G.T))
+    RESPONSE_COUNTS["solves"] += 1
+    return contact_response_by_solves(sim, J, G, f0, stab, s0)
+
+
+def contact_response_by_solves(sim, J, G, f0, stab, s0) -> np.ndarray:
+    """:func:`contact_response` by one full solve per column (any statements and constraints)."""
+    mech, t, q, v = sim.mech, sim.t, sim.q, sim.v
+    cols = [J @ evaluate(mech, sim.equations, t, q, v, f0 + G[i]).a + stab - s0 for i in range(len(J))]
+    return np.array(cols).T
