@@ -377,7 +377,6 @@ def lcp(src, sim, hinges: Sequence[ContactHinge]) -> tuple[np.ndarray, np.ndarra
     return lam[normal], held[normal]
 
 
-
 def contact_response(sim, J: np.ndarray, G: np.ndarray, f0: np.ndarray, stab: np.ndarray, s0: np.ndarray) -> np.ndarray:
     """The support LCP's matrix A (k, k) at the simulator's state, the hinges detached: column i is
     the change of the rows' accelerations ``J a`` (m/s^2 per N) under row i's unit force ``G[i]``
@@ -395,7 +394,8 @@ def contact_response(sim, J: np.ndarray, G: np.ndarray, f0: np.ndarray, stab: np
     return contact_response_by_solves(sim, J, G, f0, stab, s0)
 
 
-def contact_response_by_solves(sim, J, G, f0, stab, s0) -> np.ndarray:
+def contact_response_by_solves(sim, J: np.ndarray, G: np.ndarray, f0: np.ndarray, stab: np.ndarray,
+                               s0: np.ndarray) -> np.ndarray:
     """:func:`contact_response` by one full solve per column (any statements and constraints)."""
     mech, t, q, v = sim.mech, sim.t, sim.q, sim.v
     cols = [J @ evaluate(mech, sim.equations, t, q, v, f0 + G[i]).a + stab - s0 for i in range(len(J))]
