@@ -21,7 +21,7 @@ def friction_pass(src, sim) -> bool:
     A sticking pair whose friction reaches ``mu_s f_n`` slides, against its friction force;
     a sliding pair that has stopped sticks (tentatively: the next pass checks the static law)."""
     sol = sim.solve_now()
-    changed = False
+    changed = False  # (any hinge's mode)
     # (a linked support's loads read all its hinges' forces: taken before any mode changes here)
     loads = {id(h): h.group.loads_of(h, sol) for h in src.hinges.values() if h.group is not None and h.mode == Mode.STICK}
     for h in src.hinges.values():
@@ -34,6 +34,7 @@ def friction_pass(src, sim) -> bool:
                 continue  # no support left to hold anything: the support pass removes it
             h.slide(FrictionLaw.slip_direction(h.tangent_world(ft)), onset=True)
             h.slipped = True  # it starts sliding now: not "stopped" within this update
+            h.invalidate()
             changed = True
         elif h.mode == Mode.SLIDE and h.slipped:
             pass
@@ -48,10 +49,10 @@ def friction_pass(src, sim) -> bool:
                 h.follow(_unit(vt))  # turned: follow the sliding direction, re-arm the guard
         elif h.mode == Mode.SLIDE:
             h.stick()
-            changed = True
-        if changed:
             h.invalidate()
+            changed = True
     return changed
+
 
 def log_change(sim, h: ContactHinge, before) -> None:
     """Log h's changes at an update: ``contact_made`` (``before`` None: it is new), ``contact_changed``
