@@ -38,6 +38,8 @@ import pinocchio as pin
 
 from controlkit.errors import ModelError, UnknownNameError
 
+from . import coal_state  # noqa: F401  (coal's box support set exactly before any query: sim.coal_state)
+
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 #: dimensionless: edge-edge axes of the separating-axis test of two boxes shorter than this
 #: (nearly parallel edges) are left out: the face axes cover them

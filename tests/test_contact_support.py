@@ -256,9 +256,11 @@ def test_ball_on_ball_rows_are_the_derivatives_of_the_balls_gap(seed):
 
 
 def test_the_support_lcps_matrix_of_passive_bodies_is_j_minv_gt_equal_to_one_solve_per_column(monkeypatch):
-    """The toppled brick stack (passive bodies, no statements): at every support choice of its first
-    0.7 s the LCP's matrix comes from one product with Pinocchio's M^-1, and equals the matrix of one
-    full solve per column (the general path) within 1e-10 of its largest entry."""
+    """Random drop seed 1 (boxes and balls, passive bodies, no statements): at every support choice
+    of its first 0.6 s the LCP's matrix comes from one product with Pinocchio's M^-1, and equals the
+    matrix of one full solve per column (the general path) within 1e-10 of its largest entry."""
+    from contact_cases import drop_case
+
     from sim.contact import enable_contacts, support_set
     from sim.simulator import Simulator
 
@@ -273,10 +275,11 @@ def test_the_support_lcps_matrix_of_passive_bodies_is_j_minv_gt_equal_to_one_sol
 
     monkeypatch.setattr(support_set, "contact_response", both)
     before = dict(support_set.RESPONSE_COUNTS)
-    b = scenes.brick_stack()
+    case = drop_case(1)
+    b = scenes.free_bodies(case["bodies"])
     sim = Simulator(b.mechanism, b.q0, b.v0, dt=1e-3, integrator="rk4")
-    enable_contacts(sim, friction=(0.6, 0.5))
-    sim.run(0.7)
+    enable_contacts(sim, friction=case["friction"], restitution=case["restitution"])
+    sim.run(0.6)
     assert len(seen) >= 5
     assert support_set.RESPONSE_COUNTS["product"] - before["product"] == len(seen)  # the product each time
     assert support_set.RESPONSE_COUNTS["solves"] == before["solves"]
