@@ -274,17 +274,20 @@ class _Geometry:
                 return self._build(pair, ia, ib, sa, sb, Ma, Mb, exact, pts, full)
         n0 = n
         n, swap = self._snap_normal(n, sa, Ma, sb, Mb)
-        if abs(float(n0 @ n)) < REPATCH_COS and _face_on_face(sa, Ma, sb, Mb, n):
-            # two faces flat on each other and coal's contact normal off theirs (EPA at an exact
-            # face-on-face touch: a plank flat on a block, 0.064 rad off): its patch, clipped in a
-            # plane at that angle, is a sliver along one edge; the patch along the faces' normal
-            # instead, as when reproducible
+        if abs(float(n0 @ n)) < REPATCH_COS and (_face_on_face(sa, Ma, sb, Mb, n) or _edge_on_face(sa, Ma, sb, Mb, n, swap)):
+            # coal's contact normal off the snapped face's: two faces flat on each other (EPA at an
+            # exact face-on-face touch: a plank flat on a block, 0.064 rad off; its patch, clipped in
+            # a plane at that angle, is a sliver along one edge), or a box's edge or corner on the
+            # other's face with coal's normal its own face's (a turned box's corner under a leaning
+            # plank: the patch lay in the box's top, its points 4.7 mm off the plank): the patch
+            # along the snapped normal instead, as when reproducible
             pts = _patch_points(sa, Ma, sb, Mb, -n if swap else n, self.preq)
             if pts is None:
                 return None
         if swap:
             ia, ib, sa, sb, Ma, Mb = ib, ia, sb, sa, Mb, Ma
-        return self._build(pair, ia, ib, sa, sb, Ma, Mb, n, pts, full)
+        deepest = np.asarray(res.getContact(0).pos, dtype=float)
+        return self._build(pair, ia, ib, sa, sb, Ma, Mb, n, pts, full, deepest)
 
     def _balls(self, pair, ia, ib, sa, sb, Ma, Mb) -> _PairContact | None:
         """A ball on a ball: one support point, A's centre, held at ``ra + rb`` from B's centre."""
@@ -342,7 +345,7 @@ class _Geometry:
                         best = (-axis @ n, axis, True)
         return best[1], best[2]
 
-    def _build(self, pair, ia, ib, sa, sb, Ma, Mb, n, pts, full: bool = True) -> _PairContact:
+    def _build(self, pair, ia, ib, sa, sb, Ma, Mb, n, pts, full: bool = True, deepest=None) -> _PairContact:
         """The contact of A (geometry ia, shape sa at Ma) on B along the normal n (world, from B
         towards A) from coal's patch points ``pts`` (world): support points, region, spares, faces
         (with ``full=False`` the patch's points only, no spares)."""
@@ -398,6 +401,14 @@ class _Geometry:
                 points.append(SupportPoint(Ja.actInv(xa), Jb.actInv(_held_at(xa, xb, n)), crossing=crossing))
             else:
                 points.append(SupportPoint(Jb.actInv(xb), Ja.actInv(_held_at(xb, xa, -n)), owner=1, crossing=crossing))
+        if deepest is not None:
+            # coal's deepest point where an edge crosses the other's edge and no patch point is near
+            # (the patch along the snapped normal misses it: a box's top edge through a leaning plank's side)
+            ee = self._edge_crossing(edges_a, edges_b, deepest, n, near, Ma.translation)
+            if ee is not None and all(np.linalg.norm(ee[5] - y) > near for y in snapped):
+                a0, a1, b0, b1, sign, xa, xb = ee
+                points.append(SupportPoint(Ja.actInv(xa), Jb.actInv(xb), crossing=True, edges=(
+                    Ja.actInv(a0), Ja.actInv(a1), Jb.actInv(b0), Jb.actInv(b1), sign)))
         spare = []
         if full:
             self._add_left_out(points, ((verts_a, plane_b, n, isinstance(sb, coal.Box) and (sb, Mb), Ja, Jb),
@@ -514,6 +525,14 @@ def _patch_origin(sa, Ma: pin.SE3, sb, Mb: pin.SE3, m: np.ndarray, tol: float) -
         return Ma.translation.copy()
     c = S1.mean(axis=0)  # (at the level of A's support plane: patch points near a corner stay near it)
     return c + m * float((S1 @ m).max() - c @ m)
+
+
+def _edge_on_face(sa, Ma: pin.SE3, sb, Mb: pin.SE3, n: np.ndarray, swap: bool) -> bool:
+    """Whether the box that touches with an edge or a corner (no face within ``FACE_ANGLE`` of the
+    normal n) is the one not snapped to: coal's patch along its own normal then lies in that box's
+    face plane, millimetres off the other's face."""
+    s, M = (sb, Mb) if swap else (sa, Ma)
+    return isinstance(s, coal.Box) and float(np.abs(M.rotation.T @ n).max()) < math.cos(FACE_ANGLE)
 
 
 def _patch_points(sa, Ma: pin.SE3, sb, Mb: pin.SE3, n: np.ndarray, preq) -> list[np.ndarray] | None:

@@ -11,7 +11,7 @@ from controlkit.friction import FrictionLaw
 
 from .bodies import _bodies, _Body, _sides
 from .curved import line_rolling_block
-from .geometry import Region, SupportPoint, _coincides, _Face, _PairContact, _same_key, _tangents
+from .geometry import POINT_TOL, Region, SupportPoint, _coincides, _Face, _PairContact, _same_key, _tangents
 from .hinge_support import HingeSupport
 from .mode import Mode
 from .rows import _ball_centres, _rows_on_world, anchor_stick_block, ball_rolling_block, sliding_normal_rows
@@ -439,6 +439,18 @@ class ContactHinge(HingeSupport, Constraint):
         self._anchor_a = A.R.T @ (x - A.t)
         self._cache_version = -1
         self._packed = None
+
+    def anchor_on_support(self) -> None:
+        """A sticking hinge held at one point anchors its stick rows at that point: anchored at an
+        earlier support's centroid (an edge reduced to one of its ends by the support choice), its
+        rows held that other point of A still, and the point it rests on slid while sticking (a
+        leaning plank's foot: 24 mm/s)."""
+        if self.mode != _STICK or self._anchor_a is None or self._rolls or len(self.support()) != 1:
+            return
+        A, B, n = self.sides()[0]
+        x = A.point(self.centroid_local()) - self._mean_radius() * n
+        if float(np.linalg.norm(A.R.T @ (x - A.t) - self._anchor_a)) > POINT_TOL:
+            self.set_anchor()
 
     def tangent_world(self, ft: np.ndarray) -> np.ndarray:
         """A tangential force (2,) in the hinge's tangent basis as a world vector (3,)."""

@@ -148,6 +148,7 @@ class ContactSource(EventSource):
 
     _layout = None
     _step = 0.0
+    _knocked: list = []  # (set by _establish)
     _onsets_ended = 0  # how many slides' onsets ended (after_step): the slide guards' one input besides state and forces
 
     def _overlapping(self, q, v, d: np.ndarray) -> None:
@@ -419,7 +420,7 @@ class ContactSource(EventSource):
         geo = {k: self.geometry.contact(int(k)) for k in touching}
         geo = {k: g for k, g in geo.items() if g is not None}
         struck = impacts.impact(self, sim, geo)
-        self._establish(sim, geo)
+        self._establish(sim, geo, bool(struck))
         self._settle(sim)
         # the guards count from the distances here (q is unchanged): broken pairs and hinged ones;
         # a broken pair hinged again is watched through its hinge alone (its offset counted once)
@@ -428,6 +429,14 @@ class ContactSource(EventSource):
         # at one corner while another swings down): its distance starts at or below 0, where no
         # crossing of 0 can fire; watched from here past the slack instead
         self._parting &= set(self._grace)
+        # a hinge knocked off by the impact, touching and parting: its return is an event at its
+        # depth here, not the slack below it (a plank landing on a turned box rocked between its
+        # foot and the box at ~700 Hz, each return 1 um deeper, which fed the rocking)
+        knocked = [k for k in self._knocked if k in self._grace and d[k] >= -self.slack]
+        if knocked:
+            for c in self.world.contacts(sim.q, sim.v, which=knocked):
+                if c.normal_velocity > self.rest_velocity:
+                    self._parting.add(c.index)
         for k, parting in impacts.lingering(self, sim, geo, d, struck):
             self._grace[k] = min(float(d[k]), 0.0)
             if parting:
@@ -479,8 +488,9 @@ class ContactSource(EventSource):
         except ControlkitError:
             pass  # (a probe of consistency only: any other failure is the simulator's next solve's to report)
 
-    def _establish(self, sim, geo) -> None:
+    def _establish(self, sim, geo, after_impact: bool = False) -> None:
         mech = sim.mech
+        self._knocked = []  # hinges whose points all part after the impact
         J, u, owners = impacts.point_rows(sim, geo) if geo else (np.zeros((0, mech.nv)), np.zeros(0), [])
         resting = {}
         for (k, i), ui in zip(owners, u):
@@ -491,6 +501,8 @@ class ContactSource(EventSource):
         for k in list(self.hinges):
             if k not in resting:
                 self._remove(sim, k, "separating")
+                if after_impact:
+                    self._knocked.append(k)
         for k, idx in resting.items():
             g = geo[k]
             h = self.hinges.get(k)
@@ -507,6 +519,7 @@ class ContactSource(EventSource):
             if not self.hinges or not mode_pass.friction_pass(self, sim):
                 break
         for k, h in list(self.hinges.items()):
+            h.anchor_on_support()
             mode_pass.log_change(sim, h, old.get(k))
         # sticking hinges whose stick rows still see a slip (a stick begun at up to stick_velocity,
         # an edge or face still turning about its normal): what _settle takes out
