@@ -348,7 +348,9 @@ class _Geometry:
     def _build(self, pair, ia, ib, sa, sb, Ma, Mb, n, pts, full: bool = True, deepest=None) -> _PairContact:
         """The contact of A (geometry ia, shape sa at Ma) on B along the normal n (world, from B
         towards A) from coal's patch points ``pts`` (world): support points, region, spares, faces
-        (with ``full=False`` the patch's points only, no spares)."""
+        (with ``full=False`` the patch's points only, no spares). ``deepest``: coal's deepest point
+        (world, m), an edge crossing of its own where it lies on both bodies' edges and no patch
+        point is near it."""
         objs = self.objs
         ja, jb = objs[ia].parentJoint, objs[ib].parentJoint
         data = self.world.data

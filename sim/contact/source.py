@@ -148,7 +148,7 @@ class ContactSource(EventSource):
 
     _layout = None
     _step = 0.0
-    _knocked: list = []  # (set by _establish)
+    _knocked: list | tuple = ()  # pairs whose hinge the last update's impact knocked off (set by _establish)
     _onsets_ended = 0  # how many slides' onsets ended (after_step): the slide guards' one input besides state and forces
 
     def _overlapping(self, q, v, d: np.ndarray) -> None:
