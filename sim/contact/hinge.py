@@ -432,11 +432,15 @@ class ContactHinge(HingeSupport, Constraint):
         dv = A.velocity(x) - B.velocity(x)
         return dv - n.dot(dv) * n
 
-    def set_anchor(self) -> None:
-        """Hold the current relative placement at the support centroid (stick onset)."""
+    def _centroid_anchor(self) -> np.ndarray:
+        """The support centroid's contact point as a point of A (m, A's joint frame)."""
         A, B, n = self.sides()[0]
         x = A.point(self.centroid_local()) - self._mean_radius() * n
-        self._anchor_a = A.R.T @ (x - A.t)
+        return A.R.T @ (x - A.t)
+
+    def set_anchor(self) -> None:
+        """Hold the current relative placement at the support centroid (stick onset)."""
+        self._anchor_a = self._centroid_anchor()
         self._cache_version = -1
         self._packed = None
 
@@ -447,9 +451,7 @@ class ContactHinge(HingeSupport, Constraint):
         leaning plank's foot: 24 mm/s)."""
         if self.mode != _STICK or self._anchor_a is None or self._rolls or len(self.support()) != 1:
             return
-        A, B, n = self.sides()[0]
-        x = A.point(self.centroid_local()) - self._mean_radius() * n
-        if float(np.linalg.norm(A.R.T @ (x - A.t) - self._anchor_a)) > POINT_TOL:
+        if float(np.linalg.norm(self._centroid_anchor() - self._anchor_a)) > POINT_TOL:
             self.set_anchor()
 
     def tangent_world(self, ft: np.ndarray) -> np.ndarray:

@@ -148,7 +148,6 @@ class ContactSource(EventSource):
 
     _layout = None
     _step = 0.0
-    _knocked: list | tuple = ()  # pairs whose hinge the last update's impact knocked off (set by _establish)
     _onsets_ended = 0  # how many slides' onsets ended (after_step): the slide guards' one input besides state and forces
 
     def _overlapping(self, q, v, d: np.ndarray) -> None:
@@ -420,7 +419,7 @@ class ContactSource(EventSource):
         geo = {k: self.geometry.contact(int(k)) for k in touching}
         geo = {k: g for k, g in geo.items() if g is not None}
         struck = impacts.impact(self, sim, geo)
-        self._establish(sim, geo, bool(struck))
+        knocked = self._establish(sim, geo, bool(struck))
         self._settle(sim)
         # the guards count from the distances here (q is unchanged): broken pairs and hinged ones;
         # a broken pair hinged again is watched through its hinge alone (its offset counted once)
@@ -432,7 +431,7 @@ class ContactSource(EventSource):
         # a hinge knocked off by the impact, touching and parting: its return is an event at its
         # depth here, not the slack below it (a plank landing on a turned box rocked between its
         # foot and the box at ~700 Hz, each return 1 um deeper, which fed the rocking)
-        knocked = [k for k in self._knocked if k in self._grace and d[k] >= -self.slack]
+        knocked = [k for k in knocked if k in self._grace and d[k] >= -self.slack]
         if knocked:
             for c in self.world.contacts(sim.q, sim.v, which=knocked):
                 if c.normal_velocity > self.rest_velocity:
@@ -488,9 +487,11 @@ class ContactSource(EventSource):
         except ControlkitError:
             pass  # (a probe of consistency only: any other failure is the simulator's next solve's to report)
 
-    def _establish(self, sim, geo, after_impact: bool = False) -> None:
+    def _establish(self, sim, geo, after_impact: bool = False) -> list[int]:
+        """Hinges for the resting points of ``geo``, their supports and friction modes; returns the
+        pairs whose hinge the impact (``after_impact``) knocked off: all their points part."""
         mech = sim.mech
-        self._knocked = []  # hinges whose points all part after the impact
+        knocked = []
         J, u, owners = impacts.point_rows(sim, geo) if geo else (np.zeros((0, mech.nv)), np.zeros(0), [])
         resting = {}
         for (k, i), ui in zip(owners, u):
@@ -502,7 +503,7 @@ class ContactSource(EventSource):
             if k not in resting:
                 self._remove(sim, k, "separating")
                 if after_impact:
-                    self._knocked.append(k)
+                    knocked.append(k)
         for k, idx in resting.items():
             g = geo[k]
             h = self.hinges.get(k)
@@ -525,6 +526,7 @@ class ContactSource(EventSource):
         # an edge or face still turning about its normal): what _settle takes out
         self._stuck = [h for h in self.hinges.values() if h.mode == Mode.STICK and not h.controlled and h.slips(sim.v)]
         sim.set_state()
+        return knocked
 
     def _new_hinge(self, sim, g: _PairContact) -> ContactHinge:
         """A hinge for the contact patch g, bound to the mechanism and active."""
