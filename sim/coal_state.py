@@ -20,14 +20,10 @@ from __future__ import annotations
 
 import coal
 import numpy as np
+import pinocchio as pin
 
 #: a rotation with no zero entry (so no direction it maps from an axis has a zero component)
-_TILT = np.array([[0.8660254037844387, -0.3535533905932738, 0.3535533905932737],
-                  [0.4999999999999999, 0.6123724356957946, -0.6123724356957946],
-                  [0.0, 0.7071067811865476, 0.7071067811865476]])
-_TILT = _TILT.dot(np.array([[0.9800665778412416, 0.0, 0.19866933079506122],
-                            [0.0, 1.0, 0.0],
-                            [-0.19866933079506122, 0.0, 0.9800665778412416]]))
+_TILT = pin.rpy.rpyToMatrix(0.7, 0.5, 0.3)
 
 
 def _box_distance(tf_a: coal.Transform3s, tf_b: coal.Transform3s, b=None, guess=None) -> float:
