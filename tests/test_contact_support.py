@@ -256,9 +256,11 @@ def test_ball_on_ball_rows_are_the_derivatives_of_the_balls_gap(seed):
 
 
 def test_the_support_lcps_matrix_of_passive_bodies_is_j_minv_gt_equal_to_one_solve_per_column(monkeypatch):
-    """Random drop seed 1 (boxes and balls, passive bodies, no statements): at every support choice
+    """Random drop seed 3 (boxes and balls, passive bodies, no statements): at every support choice
     of its first 0.6 s the LCP's matrix comes from one product with Pinocchio's M^-1, and equals the
-    matrix of one full solve per column (the general path) within 1e-10 of its largest entry."""
+    matrix of one full solve per column (the general path) within 1e-10 of its largest entry. (Any
+    scene whose support choices solve LCPs will do: seed 3 makes 15 in 0.6 s; seed 1, which made
+    them before rocking bodies came to rest at an impact, makes none now.)"""
     from contact_cases import drop_case
 
     from sim.contact import enable_contacts, support_set
@@ -275,7 +277,7 @@ def test_the_support_lcps_matrix_of_passive_bodies_is_j_minv_gt_equal_to_one_sol
 
     monkeypatch.setattr(support_set, "contact_response", both)
     before = dict(support_set.RESPONSE_COUNTS)
-    case = drop_case(1)
+    case = drop_case(3)
     b = scenes.free_bodies(case["bodies"])
     sim = Simulator(b.mechanism, b.q0, b.v0, dt=1e-3, integrator="rk4")
     enable_contacts(sim, friction=case["friction"], restitution=case["restitution"])

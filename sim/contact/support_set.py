@@ -147,9 +147,14 @@ def _torques_free(sim) -> bool:
 
 def _actuated(mech, h: ContactHinge) -> bool:
     """Whether an actuated joint moves either body of the hinge (then a controller holds it)."""
+    return actuated(mech, h.joints)
+
+
+def actuated(mech, joints: tuple[int, int]) -> bool:
+    """Whether an actuated joint moves either of the two joints' bodies (joint ids, 0 the world)."""
     act = np.asarray(mech.S).any(axis=0)
     model = mech.model
-    for j in h.joints:
+    for j in joints:
         while j:
             jm = model.joints[j]
             if act[jm.idx_v:jm.idx_v + jm.nv].any():
