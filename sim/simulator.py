@@ -33,6 +33,7 @@ from controlkit.quantities import ControlTorques
 from controlkit.recording import Event, Recording
 
 from . import validation as checked
+from .energy_steps import refine_step
 from .events import (
     ACCELERATION,
     VELOCITY,
@@ -80,6 +81,10 @@ class Simulator:
 
     Every ``ControlkitError`` raised by :meth:`run` carries the recording up to and including
     the state where the run failed (``exc.recording``) and the simulation time (``exc.time``).
+
+    A passive run under ``rk4`` (no control statements, no external force) takes a step again
+    shorter where it raises kinetic plus potential energy (:mod:`sim.energy_steps`); set the
+    attribute ``energy_steps = False`` to take every step at its full length.
     """
 
     def __init__(self, mech, q0=None, v0=None, *, dt: float = 1e-3, integrator: str = "rk4",
@@ -416,6 +421,9 @@ class Simulator:
         return max(h, 1e-14)
 
     _h_adapt = None
+    _energy_watch = None  # (sim.energy_steps.refine_step's, made at its first check)
+    #: passive runs under RK4 take a step again shorter where their energy rises (sim.energy_steps)
+    energy_steps: bool = True
 
     def _one_step(self, t_end):
         if self._h_adapt is None:
@@ -431,6 +439,9 @@ class Simulator:
         sources = self._active_sources()
         g0 = self._start_guards(sources)
         step = self._attempt(h)
+        if self.energy_steps:
+            step = refine_step(self, step, h)
+            h = step.h  # (an event in it is isolated within the step taken)
         # detect events in the step
         first, g_end = None, []
         for s, g in zip(sources, g0):

@@ -18,15 +18,51 @@ def _drop_in_a_fresh_interpreter(seed: int, seconds: float) -> dict:
 
 # (seeds 12, 18 and 21: a box held on face points in the air, or pushed out of the ground by the
 # rows' feedback closing the depth it was found at; each rose 3e-8 to 1.6e-6 above its energy. Seed 9
-# over 2 s rose 1.9e-8 before the points an impact lifts slowly came to rest with their pair)
+# over 2 s rose 1.9e-8 before the points an impact lifts slowly came to rest with their pair; seed 35
+# 1.9e-9 before the energy check of passive RK4 steps; seed 39 over 0.6 s: a ball pressing a box that
+# slides on its corner drove the corner 2 mm into the ground within one step, every guard positive,
+# before held points had their own guard (HELD_SLACK))
 @pytest.mark.parametrize("seed, seconds", [(1, 0.6), (2, 0.6), (3, 0.6), (4, 0.6), (7, 0.6), (8, 0.6), (9, 2.0),
-                                           (10, 1.2), (12, 0.8), (18, 0.25), (20, 0.6), (21, 0.7)])
+                                           (10, 1.2), (12, 0.8), (18, 0.25), (20, 0.6), (21, 0.7), (35, 2.0),
+                                           (39, 0.6)])
 def test_random_drops_never_gain_energy_between_impacts_nor_sink(seed, seconds):
     out = _drop_in_a_fresh_interpreter(seed, seconds)
     # completes, or stops with the project's own error saying why (never another exception type)
     assert out["error"] is None or out["error_is_controlkit"], out["error"]
     assert out["deepest"] >= -1e-4, out  # m
     assert out["energy_rise"] <= 1e-9, out  # relative to the energy at the previous impact
+
+
+def test_rk4_steps_where_a_passive_drop_gains_energy_are_taken_again_shorter():
+    """Random drop 35 over 2 s (a box and a ball): at 1 ms steps its energy rose 1.9e-9 above its value
+    at the previous impact, and stays within 1e-9 at 0.25 ms; with the energy check
+    (sim.energy_steps) the steps where it rises are taken shorter and it stays within 1e-9 at 1 ms."""
+    code = ("import json; from contact_cases import drop_case, run_drop; from sim.simulator import Simulator; "
+            "from sim.energy_steps import ENERGY_COUNTS; Simulator.energy_steps = {on}; "
+            "out = run_drop(drop_case(35), seconds=2.0); out.update(ENERGY_COUNTS); print(json.dumps(out))")
+    on, off = (json.loads(in_fresh_interpreter(code.format(on=x))) for x in (True, False))
+    assert off["energy_rise"] > 1e-9 and off["checked"] == 0, off
+    assert on["energy_rise"] <= 1e-9 and on["refined"] > 0 and on["checked"] > 1000, on
+    assert on["error"] is None and on["deepest"] >= -1e-4, on
+
+
+def test_the_energy_check_leaves_controlled_and_euler_runs_alone():
+    """Only passive runs under RK4 are checked: an external force, a control statement or another
+    integrator leaves every step as the integrator takes it."""
+    from robots import scenes
+    from sim.contact import enable_contacts
+    from sim.energy_steps import ENERGY_COUNTS
+    from sim.simulator import Simulator
+
+    ball = [dict(name="ball", radius=0.05, position=(0.0, 0.0, 0.3))]
+    for integrator, push in (("rk4", True), ("semi_implicit_euler", False), ("rk4", False)):
+        b = scenes.free_bodies(ball)
+        force = (lambda t, mech: np.r_[1.0, np.zeros(mech.nv - 1)]) if push else None  # N along x
+        sim = Simulator(b.mechanism, b.q0, b.v0, dt=1e-3, integrator=integrator, external_force=force)
+        enable_contacts(sim)
+        before = ENERGY_COUNTS["checked"]
+        sim.run(0.05)
+        assert (ENERGY_COUNTS["checked"] - before > 0) == (integrator == "rk4" and not push)
 
 
 def test_a_slip_that_runs_against_its_onset_direction_meets_friction_against_it():
