@@ -173,7 +173,7 @@ def _rest_lifted(src, mech, M: np.ndarray, J: np.ndarray, e: np.ndarray, owners,
     ``M`` (nv, nv), ``J`` (k, nv), ``e`` (k,) and ``owners`` are the impact's (:func:`impact`)."""
     p = res.impulses[:len(e)].tolist()
     struck = {k for (k, _), pk in zip(owners, p) if pk > 0.0}
-    struck = {k for k in struck if not support_set.actuated(mech, geo[k].joints)}
+    struck = {k for k in struck if not support_set.actuated(mech, geo[k].joints)}  # (once per pair)
     if not struck:
         return res
     ua = (J @ res.v).tolist()

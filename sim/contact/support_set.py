@@ -49,7 +49,7 @@ def choose_supports(src, sim) -> None:
             h.begin(src.stick_velocity)
     torques_free = _torques_free(sim)
     for h in hinges:
-        h.reset_support(torques_free and _actuated(mech, h))
+        h.reset_support(torques_free and actuated(mech, h.joints))
     # a controlled contact keeps every candidate: the solve distributes compressive forces
     hinges = [h for h in hinges if not h.controlled]
     lam, held = lcp(src, sim, hinges) if hinges else (np.zeros(0), np.zeros(0, dtype=bool))
@@ -145,13 +145,9 @@ def _torques_free(sim) -> bool:
     return not set(range(p.layout.tau.start, p.layout.tau.stop)) <= fixed
 
 
-def _actuated(mech, h: ContactHinge) -> bool:
-    """Whether an actuated joint moves either body of the hinge (then a controller holds it)."""
-    return actuated(mech, h.joints)
-
-
 def actuated(mech, joints: tuple[int, int]) -> bool:
-    """Whether an actuated joint moves either of the two joints' bodies (joint ids, 0 the world)."""
+    """Whether an actuated joint moves either of the two joints' bodies (joint ids, 0 the world):
+    then a controller holds a hinge between them."""
     act = np.asarray(mech.S).any(axis=0)
     model = mech.model
     for j in joints:
