@@ -18,7 +18,7 @@ Every drop and brick run is a fresh interpreter (a user's first run of it, as in
 on the same cases. Prints tables and the counts within the criteria; writes
 bench/results/contact_properties.json.
 
-Run: ``.venv/bin/python bench/contact_properties.py [--drops 32] [--seconds 2] [--brick-offsets 7]
+Run: ``.venv/bin/python bench/contact_properties.py [--drops 32] [--first-seed 1] [--seconds 2] [--brick-offsets 7]
 [--brick-seconds 1.6] [--cradles 20] [--jobs 2] [--root PATH]``.
 """
 from __future__ import annotations
@@ -140,7 +140,8 @@ def brick_offsets(k: int) -> list[float]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--drops", type=int, default=32, help="number of drop seeds (1..N); default 32")
+    ap.add_argument("--drops", type=int, default=32, help="number of drop seeds; default 32")
+    ap.add_argument("--first-seed", type=int, default=1, help="the first drop seed (seeds first..first+N-1); default 1")
     ap.add_argument("--seconds", type=float, default=2.0, help="simulated seconds per drop; default 2")
     ap.add_argument("--brick-offsets", type=int, default=7, help="brick stack runs (0 and log-spaced offsets); default 7")
     ap.add_argument("--brick-seconds", type=float, default=1.6, help="simulated seconds per brick stack run; default 1.6")
@@ -152,15 +153,15 @@ def main(argv=None) -> int:
     root = args.root.resolve()
     if not (root / "sim" / "contact").is_dir() or not (root / "tests" / "contact_cases.py").is_file():
         ap.error(f"--root {root}: not a controlkit checkout (no sim/contact or tests/contact_cases.py)")
-    if args.jobs < 1 or args.drops < 0 or args.brick_offsets < 0 or args.cradles < 0:
-        ap.error("--jobs must be >= 1 and the counts >= 0")
+    if args.jobs < 1 or args.drops < 0 or args.brick_offsets < 0 or args.cradles < 0 or args.first_seed < 0:
+        ap.error("--jobs must be >= 1, the counts and --first-seed >= 0")
     sys.path.insert(0, str(ROOT))
     from bench.common import table, write_json  # (this checkout's: results go to its bench/results)
     # the code under test: its contact_cases runs the drops and bricks (each in a fresh interpreter
     # on its checkout) and the cradles (in this process)
     sys.path[:0] = [str(root), str(root / "tests")]
     from contact_cases import cradle_case
-    jobs = [("drop", s, args.seconds) for s in range(1, args.drops + 1)]
+    jobs = [("drop", s, args.seconds) for s in range(args.first_seed, args.first_seed + args.drops)]
     jobs += [("brick", o, args.brick_seconds) for o in brick_offsets(args.brick_offsets)]
     with ThreadPoolExecutor(args.jobs) as pool:
         results = list(pool.map(lambda j: _fresh(*j, args.timeout), jobs))
