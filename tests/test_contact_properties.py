@@ -75,6 +75,30 @@ def test_a_slip_that_runs_against_its_onset_direction_meets_friction_against_it(
     assert out["deepest"] >= -1e-4, out  # m
 
 
+def test_no_slide_runs_on_past_its_stop_after_a_settling_impulse():
+    """Random drop 104 over 2 s: at an update a box's sticking contact still slipped and was settled (an
+    impulse that stops it), which also turned another box's slide against its direction; that slide kept
+    its friction along the old direction, its guard already below 0 where no crossing fires, and the
+    friction drove the slip (+1.1e-6 of the scene's energy). Every step must end with every sliding
+    contact's slip along its direction (its guard above 0) and the energy within the property."""
+    code = ("import json; from contact_cases import drop_case; from robots import scenes; "
+            "from sim.contact import enable_contacts; from sim.simulator import Simulator\n"
+            "c = drop_case(104); b = scenes.free_bodies(c['bodies']); mech = b.mechanism\n"
+            "sim = Simulator(mech, b.q0, b.v0, dt=1e-3, integrator='rk4')\n"
+            "src = enable_contacts(sim, friction=c['friction'], restitution=c['restitution']); worst = [0.0]\n"
+            "def check(s):\n"
+            "    mech.set_state(s.q, s.v, check=False)\n"
+            "    for h in src.hinges.values():\n"
+            "        if h.mode.name == 'SLIDE' and h.carrier is None:\n"
+            "            worst[0] = min(worst[0], float(src._slide_guard(h)))\n"
+            "    return False\n"
+            "sim.run(2.0, until=check); print(json.dumps(dict(worst=worst[0], t=sim.t)))")
+    out = json.loads(in_fresh_interpreter(code))
+    assert out["t"] >= 2.0 - 1e-9 and out["worst"] >= -1e-9, out  # m/s: the slip along the slide direction
+    energy = _drop_in_a_fresh_interpreter(104, 2.0)
+    assert energy["energy_rise"] <= 1e-9 and energy["deepest"] >= -1e-4, energy
+
+
 @pytest.mark.parametrize("seed", [11, 12, 13, 14])
 def test_random_cradles_keep_momentum_and_elastic_energy_whatever_the_order(seed):
     case = cradle_case(seed)
