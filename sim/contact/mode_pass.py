@@ -16,12 +16,13 @@ TURN_TOL = 1e-6
 
 
 def friction_pass(src, sim) -> bool:
-    """One pass of Coulomb's law over the contact source ``src``'s hinges; True when a mode changed.
+    """One pass of Coulomb's law over the contact source ``src``'s hinges; True when a mode or a
+    sliding direction changed (either changes the friction forces, so the supports are chosen again).
 
     A sticking pair whose friction reaches ``mu_s f_n`` slides, against its friction force;
     a sliding pair that has stopped sticks (tentatively: the next pass checks the static law)."""
     sol = sim.solve_now()
-    changed = False  # (any hinge's mode)
+    changed = False  # (any hinge's mode or sliding direction)
     # (a linked support's loads read all its hinges' forces: taken before any mode changes here)
     loads = {id(h): h.group.loads_of(h, sol) for h in src.hinges.values() if h.group is not None and h.mode == Mode.STICK}
     for h in src.hinges.values():
@@ -44,9 +45,11 @@ def friction_pass(src, sim) -> bool:
             # opposes the slip from here
             h.follow(_unit(vt))
             h.onset = False
+            changed = True
         elif h.mode == Mode.SLIDE and np.linalg.norm(vt := h.tangential_velocity()) > src.stick_velocity:
             if vt @ h.slide_dir < (1 - TURN_TOL) * np.linalg.norm(vt):
                 h.follow(_unit(vt))  # turned: follow the sliding direction, re-arm the guard
+                changed = True  # (its friction turned with it: the supports' forces too)
         elif h.mode == Mode.SLIDE:
             h.stick()
             h.invalidate()

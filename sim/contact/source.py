@@ -514,9 +514,11 @@ class ContactSource(EventSource):
         boxes, one pivoting on the other's edge: +2.6e-4 of the scene's energy in 0.3 s)."""
         old = {k: (h.region, len(h.support()), h.mode) for k, h in self.hinges.items()}
         for _ in range(6):
-            if not self.hinges or not mode_pass.friction_pass(self, sim):
+            if not self.hinges:
                 break
             support_set.choose_supports(self, sim)
+            if not self.hinges or not mode_pass.friction_pass(self, sim):
+                break
         for k, h in self.hinges.items():
             h.anchor_on_support()
             if (h.region, len(h.support()), h.mode) != old.get(k):
