@@ -95,18 +95,19 @@ def run_drop(case: dict, seconds: float = 1.0, dt: float = 1e-3) -> dict:
                 events=len(rec.events), sim_time=sim.t, error=error, error_is_controlkit=ours)
 
 
-def lowest_force_guards(case: dict, seconds: float, dt: float = 1e-3) -> dict:
+def lowest_guards(case: dict, seconds: float, dt: float = 1e-3) -> dict:
     """Simulate a :func:`drop_case` and return the lowest value at any step's end of each kind of a
-    hinge's force guard: ``margin`` (N, its support margin), ``stick`` (N, its static friction margin),
-    ``slide`` (m/s, its slip along its sliding direction). A guard fires where it crosses from above
-    zero to zero or below, so after every step (its events handled) each must be above zero: one at or
-    below it can no longer fire."""
+    hinge's guard: ``margin`` (N, its support margin), ``stick`` (N, its static friction margin),
+    ``slide`` (m/s, its slip along its sliding direction), ``geometry`` (m, its spare vertices' gaps,
+    its support points' margins on the faces they rest on, its held points' depth guard). A guard fires
+    where it crosses from above zero to zero or below, so after every step (its events handled) each
+    must be above zero: one at or below it can no longer fire."""
     from sim.contact.hinge import Mode, _multipliers_of
     b = scenes.free_bodies(case["bodies"])
     mech = b.mechanism
     sim = Simulator(mech, b.q0, b.v0, dt=dt, integrator="rk4")
     src = enable_contacts(sim, friction=case["friction"], restitution=case["restitution"])
-    low = dict(margin=math.inf, stick=math.inf, slide=math.inf)
+    low = dict(margin=math.inf, stick=math.inf, slide=math.inf, geometry=math.inf)
 
     def read(s) -> bool:
         if not (mech.state_is(s.q, s.v) and mech.solved(s.equations)):
@@ -119,6 +120,8 @@ def lowest_force_guards(case: dict, seconds: float, dt: float = 1e-3) -> dict:
             if h.mode in (Mode.STICK, Mode.SLIDE) and len(g) > (h.group is None):
                 kind = "stick" if h.mode == Mode.STICK else "slide"
                 low[kind] = min(low[kind], float(g[-1]))
+            for x in src._geometry_guards(h):
+                low["geometry"] = min(low["geometry"], float(np.min(x, initial=math.inf)))
         return False
 
     sim.run(seconds, until=read)

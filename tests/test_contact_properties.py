@@ -77,21 +77,38 @@ def test_a_slip_that_runs_against_its_onset_direction_meets_friction_against_it(
 
 
 @pytest.mark.parametrize("seed, seconds", [(104, 2.0), (2, 0.6)])
-def test_every_force_guard_is_armed_after_each_step(seed, seconds):
-    """A hinge's force guards (support margin, static friction margin, slip along the sliding direction)
-    fire where they cross zero, so each must be above zero after every step: one left at or below it
+def test_every_contact_guard_is_armed_after_each_step(seed, seconds):
+    """A hinge's guards (support margin, static friction margin, slip along the sliding direction, its
+    geometry's) fire where they cross zero, so each must be above zero after every step: one left at or below it
     after an update never fires. Random drop 104: the impulse that settles a sticking contact's residual
     slip reversed another box's slide, whose friction kept its old direction, the guard at -0.019 m/s,
     and drove the slip (+1.1e-6 of the scene's energy). Random drop 2: an update turned a slide to
     follow its slip, the friction turned with it, and the support chosen before held with a tensile
-    force (a margin of -2.5 N) until the next event."""
+    force (a margin of -2.5 N) until the next event; and a box's corner beyond another box's face was
+    held as its own point on that face, 17 mm outside it, its face guard below zero from the start."""
     out = json.loads(in_fresh_interpreter(
-        "import json; from contact_cases import drop_case, lowest_force_guards; "
-        f"print(json.dumps(lowest_force_guards(drop_case({seed}), {seconds})))"))
+        "import json; from contact_cases import drop_case, lowest_guards; "
+        f"print(json.dumps(lowest_guards(drop_case({seed}), {seconds})))"))
     assert out["sim_time"] >= seconds - 1e-9, out
-    assert out["margin"] > 0.0 and out["stick"] > 0.0 and out["slide"] > 0.0, out
+    assert min(out["margin"], out["stick"], out["slide"], out["geometry"]) > 0.0, out
     energy = _drop_in_a_fresh_interpreter(seed, seconds)
     assert energy["energy_rise"] <= 1e-9 and energy["deepest"] >= -1e-4, energy
+
+
+def test_boxes_leaning_on_each_other_begin_to_slide_one_contact_at_a_time():
+    """Random drop 69 (two boxes, one on its corner leaning on the other): where both boxes' ground
+    contacts left their friction cones at once, both began to slide, the slips ran against the directions
+    their static forces gave and stopped, both stuck and slid again, every 50 us (6700 to 18800 events in
+    2 s). One contact sliding changes the other's forces: the contact furthest outside its cone slides
+    first and the others are judged again. Also: a contact that already slips when it leaves its cone
+    (an impact left it slipping) slides against that slip, its guard above zero."""
+    out = json.loads(in_fresh_interpreter(
+        "import json; from contact_cases import drop_case, lowest_guards; "
+        "print(json.dumps(lowest_guards(drop_case(69), 2.0)))"))
+    assert out["sim_time"] >= 2.0 - 1e-9, out
+    assert min(out["margin"], out["stick"], out["slide"], out["geometry"]) > 0.0, out
+    drop = _drop_in_a_fresh_interpreter(69, 2.0)
+    assert drop["events"] < 1000 and drop["deepest"] >= -1e-4, drop
 
 
 @pytest.mark.parametrize("seed", [11, 12, 13, 14])

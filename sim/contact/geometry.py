@@ -465,19 +465,27 @@ class _Geometry:
     def _owner(face_b, face_a, A: _Body, B: _Body, xa: np.ndarray, xb: np.ndarray, near: float) -> int:
         """Whose material point a patch point becomes: A's (0) on B's face or B's (1) on A's face.
 
-        A corner of one face inside the other stays its own; a point on both faces' boundaries
+        A corner of one face inside the other stays its own; a point on one face's boundary and well
+        outside the other face is the other body's (where it lies on a face); a point on both faces' boundaries
         (an edge crossing an edge, or a corner on the other's edge) goes to the body in whose
         material it stays over the other face longer, judged by the relative sliding velocity:
         a block sliding over an edge rests on the edge's points, not on its own passing corners
         (which would leave the face at once, an event per step)."""
-        if _margin(face_b, B, xa[None])[0] > near:
+        mb, ma = _margin(face_b, B, xa[None])[0], _margin(face_a, A, xb[None])[0]
+        if mb > near:
             return 0
-        if _margin(face_a, A, xb[None])[0] > near:
+        if ma > near:
             return 1
+        # on one face's boundary and clearly off the other face: the point on the boundary (A's corner
+        # beyond B's face is B's edge point on A's face), else its face guard starts below zero
+        if mb < -near <= ma:
+            return 1
+        if ma < -near <= mb:
+            return 0
         tau = RATE_STEP
         dv = A.velocity(xa[None])[0] - B.velocity(xa[None])[0]
-        rate_a = _margin(face_b, B, (xa + tau * dv)[None])[0] - _margin(face_b, B, xa[None])[0]
-        rate_b = _margin(face_a, A, (xb - tau * dv)[None])[0] - _margin(face_a, A, xb[None])[0]
+        rate_a = _margin(face_b, B, (xa + tau * dv)[None])[0] - mb
+        rate_b = _margin(face_a, A, (xb - tau * dv)[None])[0] - ma
         return 0 if rate_a >= rate_b else 1
 
     @staticmethod

@@ -19,21 +19,29 @@ def friction_pass(src, sim) -> bool:
     """One pass of Coulomb's law over the contact source ``src``'s hinges; True when a mode or a
     sliding direction changed (either changes the friction forces, so the supports are chosen again).
 
-    A sticking pair whose friction reaches ``mu_s f_n`` slides, against its friction force;
+    A sticking pair whose friction reaches ``mu_s f_n`` slides, against its friction force (against
+    its slip when it already slips faster than ``stick_velocity``);
     a sliding pair that has stopped sticks (tentatively: the next pass checks the static law)."""
     sol = sim.solve_now()
     changed = False  # (any hinge's mode or sliding direction)
     # (a linked support's loads read all its hinges' forces: taken before any mode changes here)
     loads = {id(h): h.group.loads_of(h, sol) for h in src.hinges.values() if h.group is not None and h.mode == Mode.STICK}
+    first = _first_to_slip(src, sol, loads)
     for h in src.hinges.values():
         if h.controlled and h.mode == Mode.STICK or h.carrier is not None:
             continue  # its friction stays in the pyramid (force_inequalities), or is its carrier's
         fn, ft = loads[id(h)] if id(h) in loads else h.forces(_multipliers_of(sol, h))
         # the same test as the slip guard (which fires at <= 0), so a handled event never repeats
         if h.mode == Mode.STICK and FrictionLaw.slips(h.mu_s, fn, ft):
-            if np.linalg.norm(ft) == 0.0:
-                continue  # no support left to hold anything: the support pass removes it
-            h.slide(FrictionLaw.slip_direction(h.tangent_world(ft)), onset=True)
+            if np.linalg.norm(ft) == 0.0 or h is not first:
+                continue  # no support left to hold anything (the support pass removes it); or not first
+            vt = h.tangential_velocity()
+            if np.linalg.norm(vt) > src.stick_velocity:
+                # already slipping (an impact left it so): friction opposes that slip, not the
+                # static force's direction (along which the slip's guard would start below zero)
+                h.slide(_unit(vt))
+            else:
+                h.slide(FrictionLaw.slip_direction(h.tangent_world(ft)), onset=True)
             h.slipped = True  # it starts sliding now: not "stopped" within this update
             h.invalidate()
             changed = True
@@ -55,6 +63,27 @@ def friction_pass(src, sim) -> bool:
             h.invalidate()
             changed = True
     return changed
+
+
+def _first_to_slip(src, sol, loads) -> ContactHinge | None:
+    """Of the sticking hinges whose static law fails, the one furthest outside its cone (``|ft| /
+    (mu_s sum fn)``): it alone begins to slide in a pass. Its slide changes the others' forces, and
+    the next pass judges them on those (two boxes stuck to the ground and leaning on each other both
+    slid at once where one sliding held the other, then stopped, stuck, and slid again every 50 us)."""
+    best, worst = None, 0.0
+    for h in src.hinges.values():
+        if h.mode != Mode.STICK or h.controlled or h.carrier is not None:
+            continue
+        fn, ft = loads[id(h)] if id(h) in loads else h.forces(_multipliers_of(sol, h))
+        if not FrictionLaw.slips(h.mu_s, fn, ft):
+            continue
+        t = float(np.linalg.norm(ft))
+        if t == 0.0:
+            continue
+        r = t / max(h.mu_s * float(np.sum(fn)), 1e-300)
+        if best is None or r > worst:
+            best, worst = h, r
+    return best
 
 
 def log_change(sim, h: ContactHinge, before) -> None:

@@ -513,7 +513,7 @@ class ContactSource(EventSource):
         guard already below 0, where no crossing can fire: it drove the slip it should oppose (two
         boxes, one pivoting on the other's edge: +2.6e-4 of the scene's energy in 0.3 s)."""
         old = {k: (h.region, len(h.support()), h.mode) for k, h in self.hinges.items()}
-        for _ in range(6):
+        for _ in range(self._mode_passes()):
             if not self.hinges:
                 break
             support_set.choose_supports(self, sim)
@@ -525,6 +525,11 @@ class ContactSource(EventSource):
                 mode_pass.log_change(sim, h, old.get(k))
         self._stuck = [h for h in self.hinges.values() if h.mode == Mode.STICK and not h.controlled and h.slips(sim.v)]
         sim.set_state()
+
+    def _mode_passes(self) -> int:
+        """How many support choices and friction passes an update alternates at most: a pass begins
+        at most one slide (:func:`mode_pass.friction_pass`), and each hinge may slide and turn once."""
+        return 6 + 2 * len(self.hinges)
 
     def _establish(self, sim, geo, after_impact: bool = False) -> list[int]:
         """Hinges for the resting points of ``geo``, their supports and friction modes; returns the
@@ -552,7 +557,7 @@ class ContactSource(EventSource):
         for h in self.hinges.values():
             h.slipped = False
         self.linked = None  # (chosen again with the supports)
-        for _ in range(6):  # support sets and friction modes depend on each other
+        for _ in range(self._mode_passes()):  # support sets and friction modes depend on each other
             if not self.hinges:
                 break
             support_set.choose_supports(self, sim)
