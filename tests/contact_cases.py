@@ -47,7 +47,8 @@ def world_momentum(mech, q: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 def drop_case(seed: int) -> dict:
     """2-8 boxes and balls of random sizes (m), masses (kg), attitudes and velocities, dropped from
-    levels 0.25 m apart (no overlap at the start) onto the ground; one random e and (mu_s, mu_k)."""
+    levels 0.25 m apart (raised where a tilted box would overlap the ground or the body below:
+    :func:`_lift_apart`) onto the ground; one random e and (mu_s, mu_k)."""
     rng = np.random.default_rng(seed)
     n = int(rng.integers(2, 9))
     bodies = []
@@ -61,8 +62,37 @@ def drop_case(seed: int) -> dict:
         else:
             spec["box"] = tuple(float(x) for x in rng.uniform(0.04, 0.16, 3))
         bodies.append(spec)
+    _lift_apart(bodies)
     mu_s = float(rng.uniform(0.2, 0.9))
     return dict(seed=seed, bodies=bodies, restitution=float(rng.uniform(0.0, 0.6)), friction=(mu_s, 0.8 * mu_s))
+
+
+#: m: the clearance a lifted body of a drop case starts with (:func:`_lift_apart`)
+START_CLEARANCE = 1e-3
+
+
+def _lift_apart(bodies: list[dict]) -> None:
+    """Raise (in place) the bodies of a drop case that could overlap the ground or a body below (a
+    tilted box's corners reach 0.139 m below its centre, its level 0.12 m up): each starts
+    ``START_CLEARANCE`` above the ground and above every lower body whose bounding sphere its own
+    meets. Bodies already clear keep their level."""
+    placed = []  # (centre (3,), bounding radius, top height) of the bodies below, m
+    for spec in bodies:
+        if "radius" in spec:
+            ext = bound = spec["radius"]
+        else:
+            half = np.asarray(spec["box"]) / 2
+            R = pin.rpy.rpyToMatrix(*np.asarray(spec["rpy"], dtype=float))
+            ext, bound = float(np.abs(R[2]).dot(half)), float(np.linalg.norm(half))  # half height along z
+        x, y, z = spec["position"]
+        floor = 0.0
+        for c, r, top in placed:
+            if math.hypot(x - c[0], y - c[1]) < bound + r + START_CLEARANCE:
+                floor = max(floor, top)
+        if z - ext < floor + START_CLEARANCE:
+            z = floor + START_CLEARANCE + ext
+            spec["position"] = (x, y, float(z))
+        placed.append(((x, y, z), bound, z + ext))
 
 
 def run_drop(case: dict, seconds: float = 1.0, dt: float = 1e-3) -> dict:

@@ -214,6 +214,24 @@ def test_contact_friction_must_be_a_finite_number(friction):
         enable_contacts(sim, friction=friction)
 
 
+def test_bodies_that_overlap_at_the_start_are_refused_by_name_and_depth():
+    """Contacts begin where bodies touch: a box 5 mm into the ground, or two balls 2 mm into each
+    other, is no contact state (it was simulated overlapping, with no impact); touching is fine."""
+    from robots import scenes
+    from sim.contact import enable_contacts
+    cases = [([dict(name="box", box=(0.1, 0.1, 0.1), position=(0, 0, 0.045))], "ground/box by 5 mm"),
+             ([dict(name="a", radius=0.05, position=(0, 0, 0.3)), dict(name="b", radius=0.05, position=(0.098, 0, 0.3))],
+              "a/b by 2 mm")]
+    for bodies, words in cases:
+        b = scenes.free_bodies(bodies)
+        sim = Simulator(b.mechanism, b.q0, b.v0)
+        with pytest.raises(ModelError, match=f"overlap at the start: {words}"):
+            enable_contacts(sim)
+    touching = scenes.free_bodies([dict(name="box", box=(0.1, 0.1, 0.1), position=(0, 0, 0.05))])
+    sim = Simulator(touching.mechanism, touching.q0, touching.v0)
+    assert len(enable_contacts(sim).hinges) == 1  # resting on the ground from the start
+
+
 # ---------------------------------------------------------------- recordings
 def test_loading_a_file_that_is_not_a_recording_says_so(tmp_path):
     path = tmp_path / "notes.npz"

@@ -627,6 +627,9 @@ def enable_contacts(sim, friction=None, restitution=0.0, pairs: Sequence[tuple[s
     Returns:
         the registered source; it also establishes the contacts of the current state
         (bodies resting on each other at the start get their hinges at once).
+    Raises:
+        ModelError: a pair has no continuous contact model, or two bodies overlap at the start by
+            more than ``touch_distance``.
     """
     world = CollisionWorld(sim.mech, pairs=pairs, filter=filter, reproducible=reproducible)
     options.setdefault("tolerance", min(sim.event_tolerance, MAX_TOLERANCE))
@@ -639,7 +642,20 @@ def enable_contacts(sim, friction=None, restitution=0.0, pairs: Sequence[tuple[s
         raise ModelError(f"enable_contacts: no continuous contact model for the pairs {names}: contacts hold "
                          f"boxes, balls and cylinders on boxes and half-spaces, and balls on balls; leave those pairs out "
                          f"(pairs=, filter=) or watch them with impacts alone (sim.enable_impacts)")
+    _require_apart(world, sim.q, src.touch_distance)
     sim.add_source(src)
     sim.control_phase.append(src.after_step)
     src.update(sim)
     return src
+
+
+def _require_apart(world: CollisionWorld, q: np.ndarray, depth: float) -> None:
+    """Raise :class:`ModelError` naming the pairs that overlap by more than ``depth`` (m) at q (nq,):
+    contacts begin where bodies touch, and an overlap at the start is no contact state (the bodies
+    would be pushed apart by the rows' feedback, or pass through each other, with no impact)."""
+    d = world.distances(q)
+    deep = [k for k in np.flatnonzero(d < -depth).tolist()]
+    if deep:
+        pairs = ", ".join(f"{world.names[k][0]}/{world.names[k][1]} by {-d[k] * 1e3:.3g} mm" for k in deep)
+        raise ModelError(f"enable_contacts: bodies overlap at the start: {pairs} (more than touch_distance = "
+                         f"{depth:g} m); place them apart or touching")
