@@ -7,6 +7,7 @@ import numpy as np
 
 from controlkit.friction import FrictionLaw
 
+from . import support_set
 from .geometry import _unit
 from .hinge import ContactHinge, Mode, _multipliers_of
 
@@ -63,6 +64,17 @@ def friction_pass(src, sim) -> bool:
             h.invalidate()
             changed = True
     return changed
+
+
+def alternate_with_supports(src, sim) -> None:
+    """The support choice and :func:`friction_pass` in turn until a pass changes nothing, at most
+    ``6 + 2 x hinges`` rounds (a pass begins at most one slide; each hinge may slide and turn once)."""
+    for _ in range(6 + 2 * len(src.hinges)):
+        if not src.hinges:
+            break
+        support_set.choose_supports(src, sim)
+        if not src.hinges or not friction_pass(src, sim):
+            break
 
 
 def _first_to_slip(src, sol, loads) -> ContactHinge | None:

@@ -14,10 +14,9 @@ from controlkit.solver import require_consistent
 from ..collision import CollisionWorld, PairFilter
 from ..events import VELOCITY, EventSource
 from ..impact import LAWS, RestitutionTable
-from ..stabilization import project_velocities
-from . import impacts, mode_pass, support_set
+from . import impacts, mode_pass, settle
 from .geometry import POINT_TOL, SupportPoint, _Geometry, _margin, _PairContact, _same_key
-from .hinge import _SLIDE, _STICK, ContactHinge, Mode, _multipliers_of
+from .hinge import _SLIDE, _STICK, ContactHinge, _multipliers_of
 from .linked import LinkedSupport
 from .query import ContactForceProbe, ContactState, hinge_states, pair_forces
 from .row_batch import RowBatch
@@ -29,9 +28,6 @@ from .support import FORCE_FLOOR, FORCE_RTOL
 #: stick_velocity the update stuck such pairs again, and a leaning brick stack slipped and stuck
 #: at every few microseconds)
 ONSET_SPEED_RATIO = 2.0
-#: how many times an update settles sticking hinges that slip (:meth:`ContactSource._settle`): each
-#: settle's impulse may stop a slide, which then sticks and is settled in the next round
-SETTLE_ROUNDS = 3
 #: m: how far a crossing support point may lag its edges' crossing before it is an event
 CROSSING_SLACK = 1e-3
 #: m: how far below its depth at the impact a pair that struck and parts may go before its return
@@ -430,7 +426,7 @@ class ContactSource(EventSource):
         geo = {k: g for k, g in geo.items() if g is not None}
         struck = impacts.impact(self, sim, geo)
         knocked = self._establish(sim, geo, bool(struck))
-        self._settle(sim)
+        settle.settle(self, sim)
         # the guards count from the distances here (q is unchanged): broken pairs and hinged ones;
         # a broken pair hinged again is watched through its hinge alone (its offset counted once)
         self._grace = {k: min(float(d[k]), 0.0) for k in self._grace if k not in self.hinges}
@@ -464,73 +460,6 @@ class ContactSource(EventSource):
         g = float(np.linalg.norm(mech.model.gravity.linear))
         return max(self.rest_velocity, math.sqrt(2.0 * g * self.slack))
 
-    def _settle(self, sim) -> None:
-        """Hold what the hinges now hold: the velocity's M-weighted projection onto ``J v = 0`` of
-        every held row (an impulse, so kinetic energy can only drop).
-
-        Done when a sticking hinge still slips: it begins to stick while its points slip at up to
-        ``stick_velocity`` (and an edge or face may still turn about its normal); left to the rows'
-        velocity feedback, that slip is taken out over ~1/kv s by the static friction forces,
-        which do work on the bodies: a box sticking while it turned at 0.05 rad/s gained 0.15 W.
-        (Every held row takes part, so the others stay held.) The held rows are then solved once:
-        nearly dependent supports that disagree at the new velocity give up a point, as at a
-        support choice. The impulse changes the slips the friction modes were chosen on, so
-        Coulomb's law is passed again (:meth:`_repass_modes`), and a stick begun there is settled too."""
-        for _ in range(SETTLE_ROUNDS):
-            if not self._stuck or not self._settle_once(sim):
-                return
-            self._repass_modes(sim)
-
-    def _settle_once(self, sim) -> bool:
-        """One projection of :meth:`_settle`; False when nothing slipped (v unchanged)."""
-        mech = sim.mech
-        cons = list(mech.constraints.values())
-        mech.set_state(sim.q, sim.v, check=False)
-        J = np.vstack([c.jacobian() for c in cons if c.size])
-        if not len(J) or float(np.abs(J @ sim.v).max()) == 0.0:
-            return False
-        sim.v = project_velocities(mech, cons, sim.q, sim.v)
-        mech.set_state(sim.q, sim.v, check=False)
-        sim.set_state()
-        try:
-            require_consistent(sim.solve_now())
-        except InconsistentEquationsError:
-            # the held rows' velocity terms changed with v: nearly dependent supports (a box squeezed
-            # by four fingers on a table) can disagree at the new velocity; a point gives way as at a
-            # support choice (support_set.release_for_consistency)
-            if not support_set.release_for_consistency(self, sim):
-                raise
-        except ControlkitError:
-            pass  # (a probe of consistency only: any other failure is the simulator's next solve's to report)
-        return True
-
-    def _repass_modes(self, sim) -> None:
-        """Coulomb's law again after :meth:`_settle_once`'s impulse: a slide it turned follows its new
-        slip, one it stopped sticks, a stick its new forces break slides (the support choice again
-        after a change, as in :meth:`_establish`); ``_stuck`` is what a new stick leaves to settle.
-
-        Without it a slide the impulse reversed kept its friction along the old direction with its
-        guard already below 0, where no crossing can fire: it drove the slip it should oppose (two
-        boxes, one pivoting on the other's edge: +2.6e-4 of the scene's energy in 0.3 s)."""
-        old = {k: (h.region, len(h.support()), h.mode) for k, h in self.hinges.items()}
-        for _ in range(self._mode_passes()):
-            if not self.hinges:
-                break
-            support_set.choose_supports(self, sim)
-            if not self.hinges or not mode_pass.friction_pass(self, sim):
-                break
-        for k, h in self.hinges.items():
-            h.anchor_on_support()
-            if (h.region, len(h.support()), h.mode) != old.get(k):
-                mode_pass.log_change(sim, h, old.get(k))
-        self._stuck = [h for h in self.hinges.values() if h.mode == Mode.STICK and not h.controlled and h.slips(sim.v)]
-        sim.set_state()
-
-    def _mode_passes(self) -> int:
-        """How many support choices and friction passes an update alternates at most: a pass begins
-        at most one slide (:func:`mode_pass.friction_pass`), and each hinge may slide and turn once."""
-        return 6 + 2 * len(self.hinges)
-
     def _establish(self, sim, geo, after_impact: bool = False) -> list[int]:
         """Hinges for the resting points of ``geo``, their supports and friction modes; returns the
         pairs whose hinge the impact (``after_impact``) knocked off: all their points part."""
@@ -557,18 +486,13 @@ class ContactSource(EventSource):
         for h in self.hinges.values():
             h.slipped = False
         self.linked = None  # (chosen again with the supports)
-        for _ in range(self._mode_passes()):  # support sets and friction modes depend on each other
-            if not self.hinges:
-                break
-            support_set.choose_supports(self, sim)
-            if not self.hinges or not mode_pass.friction_pass(self, sim):
-                break
+        mode_pass.alternate_with_supports(self, sim)  # support sets and friction modes depend on each other
         for k, h in list(self.hinges.items()):
             h.anchor_on_support()
             mode_pass.log_change(sim, h, old.get(k))
         # sticking hinges whose stick rows still see a slip (a stick begun at up to stick_velocity,
-        # an edge or face still turning about its normal): what _settle takes out
-        self._stuck = [h for h in self.hinges.values() if h.mode == Mode.STICK and not h.controlled and h.slips(sim.v)]
+        # an edge or face still turning about its normal): what settle.settle takes out
+        self._stuck = settle.still_slipping(self, sim)
         sim.set_state()
         return knocked
 
