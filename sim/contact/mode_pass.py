@@ -21,7 +21,7 @@ def friction_pass(src, sim) -> bool:
     sliding direction changed (either changes the friction forces, so the supports are chosen again).
 
     A sticking pair whose friction reaches ``mu_s f_n`` slides, against its friction force (against
-    its slip when it already slips faster than ``stick_velocity``);
+    its slip when it already slips faster than ``stick_velocity``), one per pass (:func:`_first_to_slip`);
     a sliding pair that has stopped sticks (tentatively: the next pass checks the static law)."""
     sol = sim.solve_now()
     changed = False  # (any hinge's mode or sliding direction)
