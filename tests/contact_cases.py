@@ -95,18 +95,20 @@ def _lift_apart(bodies: list[dict]) -> None:
         placed.append(((x, y, z), bound, z + ext))
 
 
-def run_drop(case: dict, seconds: float = 1.0, dt: float = 1e-3) -> dict:
+def run_drop(case: dict, seconds: float = 1.0, dt: float = 1e-3, guards: bool = False) -> dict:
     """Simulate a :func:`drop_case`; returns what the properties need (errors are caught and named):
     ``deepest`` (m, the most negative distance of any pair at any sample), ``energy_rise`` (the largest
     rise of kinetic + potential energy over its value at the previous impact, relative to the energy
-    scale), ``events``, ``sim_time`` (s), ``error`` (text or None), ``error_is_controlkit``."""
+    scale), ``events``, ``sim_time`` (s), ``error`` (text or None), ``error_is_controlkit``; with
+    ``guards`` also the lowest hinge guards at any step's end (:class:`_LowestGuards`)."""
     b = scenes.free_bodies(case["bodies"])
     mech = b.mechanism
     sim = Simulator(mech, b.q0, b.v0, dt=dt, integrator="rk4")
-    error, ours = None, True
+    error, ours, low = None, True, None
     try:
-        enable_contacts(sim, friction=case["friction"], restitution=case["restitution"])
-        sim.run(seconds)
+        src = enable_contacts(sim, friction=case["friction"], restitution=case["restitution"])
+        low = _LowestGuards(src) if guards else None
+        sim.run(seconds, until=low)
     except Exception as exc:  # the property: only the project's own errors
         error, ours = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}", isinstance(exc, ControlkitError)
     rec = sim.recording
@@ -122,26 +124,27 @@ def run_drop(case: dict, seconds: float = 1.0, dt: float = 1e-3) -> dict:
             ref = E  # the first sample at an impact's time holds the state after it
         rise = max(rise, (E - ref) / scale)
     return dict(seed=case.get("seed"), bodies=len(case["bodies"]), deepest=deepest, energy_rise=float(rise),
-                events=len(rec.events), sim_time=sim.t, error=error, error_is_controlkit=ours)
+                events=len(rec.events), sim_time=sim.t, error=error, error_is_controlkit=ours,
+                **(low.lowest if low is not None else {}))
 
 
-def lowest_guards(case: dict, seconds: float, dt: float = 1e-3) -> dict:
-    """Simulate a :func:`drop_case` and return the lowest value at any step's end of each kind of a
-    hinge's guard: ``margin`` (N, its support margin), ``stick`` (N, its static friction margin),
-    ``slide`` (m/s, its slip along its sliding direction), ``geometry`` (m, its spare vertices' gaps,
-    its support points' margins on the faces they rest on, its held points' depth guard). A guard fires
-    where it crosses from above zero to zero or below, so after every step (its events handled) each
-    must be above zero: one at or below it can no longer fire."""
-    from sim.contact.hinge import Mode, _multipliers_of
-    b = scenes.free_bodies(case["bodies"])
-    mech = b.mechanism
-    sim = Simulator(mech, b.q0, b.v0, dt=dt, integrator="rk4")
-    src = enable_contacts(sim, friction=case["friction"], restitution=case["restitution"])
-    low = dict(margin=math.inf, stick=math.inf, slide=math.inf, geometry=math.inf)
+class _LowestGuards:
+    """A run's ``until`` that keeps the lowest value at any step's end of each kind of a hinge's guard:
+    ``margin`` (N, its support margin), ``stick`` (N, its static friction margin), ``slide`` (m/s, its
+    slip along its sliding direction), ``geometry`` (m, its spare vertices' gaps, its support points'
+    margins on the faces they rest on, its held points' depth guard). A guard fires where it crosses
+    from above zero to zero or below, so after every step (its events handled) each must be above
+    zero: one at or below it can no longer fire."""
 
-    def read(s) -> bool:
-        if not (mech.state_is(s.q, s.v) and mech.solved(s.equations)):
-            s.accelerations_at(s.t, s.q, s.v)
+    def __init__(self, src) -> None:
+        self.src = src
+        self.lowest = dict(margin=math.inf, stick=math.inf, slide=math.inf, geometry=math.inf)
+
+    def __call__(self, sim) -> bool:
+        from sim.contact.hinge import Mode, _multipliers_of
+        src, mech, low = self.src, sim.mech, self.lowest
+        if not (mech.state_is(sim.q, sim.v) and mech.solved(sim.equations)):
+            sim.accelerations_at(sim.t, sim.q, sim.v)
         sol = mech.solution
         for h in src.hinges.values():
             g = src._force_guards(h, _multipliers_of(sol, h), sol)
@@ -153,9 +156,6 @@ def lowest_guards(case: dict, seconds: float, dt: float = 1e-3) -> dict:
             for x in src._geometry_guards(h):
                 low["geometry"] = min(low["geometry"], float(np.min(x, initial=math.inf)))
         return False
-
-    sim.run(seconds, until=read)
-    return dict(low, sim_time=sim.t)
 
 
 def cradle_case(seed: int) -> dict:

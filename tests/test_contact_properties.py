@@ -9,11 +9,11 @@ from contact_cases import cradle_case, in_fresh_interpreter, mechanical_energy, 
 from sim.collision import CollisionWorld
 
 
-def _drop_in_a_fresh_interpreter(seed: int, seconds: float) -> dict:
-    """run_drop(drop_case(seed), seconds) in its own interpreter (:func:`in_fresh_interpreter`)."""
+def _drop_in_a_fresh_interpreter(seed: int, seconds: float, guards: bool = False) -> dict:
+    """run_drop(drop_case(seed), seconds, guards=guards) in its own interpreter (:func:`in_fresh_interpreter`)."""
     return json.loads(in_fresh_interpreter(
         "import json; from contact_cases import drop_case, run_drop; "
-        f"print(json.dumps(run_drop(drop_case({int(seed)}), seconds={float(seconds)!r})))"))
+        f"print(json.dumps(run_drop(drop_case({int(seed)}), seconds={float(seconds)!r}, guards={bool(guards)})))"))
 
 
 # (seeds 12, 18 and 21: a box held on face points in the air, or pushed out of the ground by the
@@ -86,13 +86,10 @@ def test_every_contact_guard_is_armed_after_each_step(seed, seconds):
     follow its slip, the friction turned with it, and the support chosen before held with a tensile
     force (a margin of -2.5 N) until the next event; and a box's corner beyond another box's face was
     held as its own point on that face, 17 mm outside it, its face guard below zero from the start."""
-    out = json.loads(in_fresh_interpreter(
-        "import json; from contact_cases import drop_case, lowest_guards; "
-        f"print(json.dumps(lowest_guards(drop_case({seed}), {seconds})))"))
-    assert out["sim_time"] >= seconds - 1e-9, out
+    out = _drop_in_a_fresh_interpreter(seed, seconds, guards=True)
+    assert out["error"] is None and out["sim_time"] >= seconds - 1e-9, out
     assert min(out["margin"], out["stick"], out["slide"], out["geometry"]) > 0.0, out
-    energy = _drop_in_a_fresh_interpreter(seed, seconds)
-    assert energy["energy_rise"] <= 1e-9 and energy["deepest"] >= -1e-4, energy
+    assert out["energy_rise"] <= 1e-9 and out["deepest"] >= -1e-4, out
 
 
 def test_boxes_leaning_on_each_other_begin_to_slide_one_contact_at_a_time():
@@ -102,13 +99,10 @@ def test_boxes_leaning_on_each_other_begin_to_slide_one_contact_at_a_time():
     2 s). One contact sliding changes the other's forces: the contact furthest outside its cone slides
     first and the others are judged again. Also: a contact that already slips when it leaves its cone
     (an impact left it slipping) slides against that slip, its guard above zero."""
-    out = json.loads(in_fresh_interpreter(
-        "import json; from contact_cases import drop_case, lowest_guards; "
-        "print(json.dumps(lowest_guards(drop_case(69), 2.0)))"))
-    assert out["sim_time"] >= 2.0 - 1e-9, out
+    out = _drop_in_a_fresh_interpreter(69, 2.0, guards=True)
+    assert out["error"] is None and out["sim_time"] >= 2.0 - 1e-9, out
     assert min(out["margin"], out["stick"], out["slide"], out["geometry"]) > 0.0, out
-    drop = _drop_in_a_fresh_interpreter(69, 2.0)
-    assert drop["events"] < 1000 and drop["deepest"] >= -1e-4, drop
+    assert out["events"] < 1000 and out["deepest"] >= -1e-4, out
 
 
 def test_nearly_coincident_edge_crossings_are_not_both_held():
