@@ -21,31 +21,23 @@ def friction_pass(src, sim) -> bool:
     sliding direction changed (either changes the friction forces, so the supports are chosen again).
 
     A sticking pair whose friction reaches ``mu_s f_n`` slides, against its friction force (against
-    its slip when it already slips faster than ``stick_velocity``), one per pass (:func:`_first_to_slip`);
+    its slip when it already slips faster than ``stick_velocity``), one per pass: the one furthest
+    outside its cone (``|ft| / (mu_s sum fn)``);
     a sliding pair that has stopped sticks (tentatively: the next pass checks the static law)."""
     sol = sim.solve_now()
     changed = False  # (any hinge's mode or sliding direction)
     # (a linked support's loads read all its hinges' forces: taken before any mode changes here)
     loads = {id(h): h.group.loads_of(h, sol) for h in src.hinges.values() if h.group is not None and h.mode == Mode.STICK}
-    first = _first_to_slip(src, sol, loads)
+    slipping = []  # (|ft| / (mu_s sum fn), hinge, ft) of the sticking hinges whose static law fails
     for h in src.hinges.values():
         if h.controlled and h.mode == Mode.STICK or h.carrier is not None:
             continue  # its friction stays in the pyramid (force_inequalities), or is its carrier's
         fn, ft = loads[id(h)] if id(h) in loads else h.forces(_multipliers_of(sol, h))
         # the same test as the slip guard (which fires at <= 0), so a handled event never repeats
         if h.mode == Mode.STICK and FrictionLaw.slips(h.mu_s, fn, ft):
-            if np.linalg.norm(ft) == 0.0 or h is not first:
-                continue  # no support left to hold anything (the support pass removes it); or not first
-            vt = h.tangential_velocity()
-            if np.linalg.norm(vt) > src.stick_velocity:
-                # already slipping (an impact left it so): friction opposes that slip, not the
-                # static force's direction (along which the slip's guard would start below zero)
-                h.slide(_unit(vt))
-            else:
-                h.slide(FrictionLaw.slip_direction(h.tangent_world(ft)), onset=True)
-            h.slipped = True  # it starts sliding now: not "stopped" within this update
-            h.invalidate()
-            changed = True
+            t = float(np.linalg.norm(ft))
+            if t != 0.0:  # (with none, no support is left to hold anything: the support pass removes it)
+                slipping.append((t / max(h.mu_s * float(np.sum(fn)), 1e-300), h, ft))
         elif h.mode == Mode.SLIDE and h.slipped:
             pass
         elif h.mode == Mode.SLIDE and h.onset and \
@@ -63,39 +55,51 @@ def friction_pass(src, sim) -> bool:
             h.stick()
             h.invalidate()
             changed = True
+    if slipping:
+        # only the one furthest outside its cone begins to slide: its slide changes the others' forces,
+        # and the next pass judges them on those (two boxes stuck to the ground and leaning on each
+        # other both slid at once where one sliding held the other, then stopped, stuck, and slid
+        # again every 50 us)
+        _, h, ft = max(slipping, key=lambda x: x[0])
+        _begin_slide(src, h, ft)
+        changed = True
     return changed
 
 
-def alternate_with_supports(src, sim) -> None:
-    """The support choice and :func:`friction_pass` in turn until a pass changes nothing, at most
-    ``6 + 2 x hinges`` rounds (a pass begins at most one slide; each hinge may slide and turn once)."""
+def _begin_slide(src, h: ContactHinge, ft: np.ndarray) -> None:
+    """A sticking hinge whose static friction ``ft`` (2,) (N, tangent basis) left its cone slides:
+    against its slip when it already slips faster than ``stick_velocity`` (an impact left it so;
+    along the static force its slip's guard would start below zero), else from rest against ``ft``."""
+    vt = h.tangential_velocity()
+    if np.linalg.norm(vt) > src.stick_velocity:
+        h.slide(_unit(vt))
+    else:
+        h.slide(FrictionLaw.slip_direction(h.tangent_world(ft)), onset=True)
+    h.slipped = True  # it starts sliding now: not "stopped" within this update
+    h.invalidate()
+
+
+def modes_of(src) -> dict:
+    """Each hinge's ``(region, support point count, mode)`` by pair: what :func:`choose_modes` logs
+    changes against."""
+    return {k: (h.region, len(h.support()), h.mode) for k, h in src.hinges.items()}
+
+
+def choose_modes(src, sim, before: dict) -> None:
+    """Support sets and friction modes of the source's hinges at the simulator's state: the support
+    choice and :func:`friction_pass` in turn until a pass changes nothing, at most ``6 + 2 x hinges``
+    rounds (a pass begins at most one slide; each hinge may slide and turn once); then each hinge
+    anchored on its support and its changes logged against ``before`` (:func:`modes_of`; a pair not
+    in it is new)."""
     for _ in range(6 + 2 * len(src.hinges)):
         if not src.hinges:
             break
         support_set.choose_supports(src, sim)
         if not src.hinges or not friction_pass(src, sim):
             break
-
-
-def _first_to_slip(src, sol, loads) -> ContactHinge | None:
-    """Of the sticking hinges whose static law fails, the one furthest outside its cone (``|ft| /
-    (mu_s sum fn)``): it alone begins to slide in a pass. Its slide changes the others' forces, and
-    the next pass judges them on those (two boxes stuck to the ground and leaning on each other both
-    slid at once where one sliding held the other, then stopped, stuck, and slid again every 50 us)."""
-    best, worst = None, 0.0
-    for h in src.hinges.values():
-        if h.mode != Mode.STICK or h.controlled or h.carrier is not None:
-            continue
-        fn, ft = loads[id(h)] if id(h) in loads else h.forces(_multipliers_of(sol, h))
-        if not FrictionLaw.slips(h.mu_s, fn, ft):
-            continue
-        t = float(np.linalg.norm(ft))
-        if t == 0.0:
-            continue
-        r = t / max(h.mu_s * float(np.sum(fn)), 1e-300)
-        if best is None or r > worst:
-            best, worst = h, r
-    return best
+    for k, h in list(src.hinges.items()):
+        h.anchor_on_support()
+        log_change(sim, h, before.get(k))
 
 
 def log_change(sim, h: ContactHinge, before) -> None:

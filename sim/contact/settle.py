@@ -73,11 +73,6 @@ def _repass_modes(src, sim) -> None:
     Without it a slide the impulse reversed kept its friction along the old direction with its
     guard already below 0, where no crossing can fire: it drove the slip it should oppose (two
     boxes, one pivoting on the other's edge: +2.6e-4 of the scene's energy in 0.3 s)."""
-    old = {k: (h.region, len(h.support()), h.mode) for k, h in src.hinges.items()}
-    mode_pass.alternate_with_supports(src, sim)
-    for k, h in src.hinges.items():
-        h.anchor_on_support()
-        if (h.region, len(h.support()), h.mode) != old.get(k):
-            mode_pass.log_change(sim, h, old.get(k))
+    mode_pass.choose_modes(src, sim, mode_pass.modes_of(src))
     src._stuck = still_slipping(src, sim)
     sim.set_state()

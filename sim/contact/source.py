@@ -470,7 +470,7 @@ class ContactSource(EventSource):
         for (k, i), ui in zip(owners, u):
             if ui <= self.rest_velocity:
                 resting.setdefault(k, []).append(i)
-        old = {k: (h.region, len(h.support()), h.mode) for k, h in self.hinges.items()}
+        old = mode_pass.modes_of(self)
         # candidate hinges: every resting point, normal rows lifted
         for k in list(self.hinges):
             if k not in resting:
@@ -486,10 +486,7 @@ class ContactSource(EventSource):
         for h in self.hinges.values():
             h.slipped = False
         self.linked = None  # (chosen again with the supports)
-        mode_pass.alternate_with_supports(self, sim)  # support sets and friction modes depend on each other
-        for k, h in list(self.hinges.items()):
-            h.anchor_on_support()
-            mode_pass.log_change(sim, h, old.get(k))
+        mode_pass.choose_modes(self, sim, old)  # support sets and friction modes depend on each other
         # sticking hinges whose stick rows still see a slip (a stick begun at up to stick_velocity,
         # an edge or face still turning about its normal): what settle.settle takes out
         self._stuck = settle.still_slipping(self, sim)
@@ -578,7 +575,7 @@ def _require_apart(world: CollisionWorld, q: np.ndarray, depth: float) -> None:
     contacts begin where bodies touch, and an overlap at the start is no contact state (the bodies
     would be pushed apart by the rows' feedback, or pass through each other, with no impact)."""
     d = world.distances(q)
-    deep = [k for k in np.flatnonzero(d < -depth).tolist()]
+    deep = np.flatnonzero(d < -depth).tolist()
     if deep:
         pairs = ", ".join(f"{world.names[k][0]}/{world.names[k][1]} by {-d[k] * 1e3:.3g} mm" for k in deep)
         raise ModelError(f"enable_contacts: bodies overlap at the start: {pairs} (more than touch_distance = "
