@@ -114,6 +114,15 @@ def run_drop(case: dict, seconds: float = 1.0, dt: float = 1e-3, guards: bool = 
     rec = sim.recording
     world = CollisionWorld(mech)
     deepest = min((float(world.distances(q).min()) for q in rec.q), default=0.0)
+    return dict(seed=case.get("seed"), bodies=len(case["bodies"]), deepest=deepest, energy_rise=energy_rise(mech, rec),
+                events=len(rec.events), sim_time=sim.t, error=error, error_is_controlkit=ours,
+                **(low.lowest if low is not None else {}))
+
+
+def energy_rise(mech, rec) -> float:
+    """The largest rise of kinetic + potential energy over its value at the previous impact in a
+    recording of ``mech``, relative to the largest energy magnitude (dimensionless; the first sample
+    at an impact's time holds the state after it)."""
     energy = np.array([mechanical_energy(mech, q, v) for q, v in zip(rec.q, rec.v)])
     scale = max(float(np.abs(energy).max(initial=0.0)), 1e-12)
     impacts = sorted(e.time for e in rec.events if e.kind == "impact")
@@ -121,11 +130,9 @@ def run_drop(case: dict, seconds: float = 1.0, dt: float = 1e-3, guards: bool = 
     for t, E in zip(rec.t, energy):
         while k < len(impacts) and impacts[k] <= t:
             k += 1
-            ref = E  # the first sample at an impact's time holds the state after it
+            ref = E
         rise = max(rise, (E - ref) / scale)
-    return dict(seed=case.get("seed"), bodies=len(case["bodies"]), deepest=deepest, energy_rise=float(rise),
-                events=len(rec.events), sim_time=sim.t, error=error, error_is_controlkit=ours,
-                **(low.lowest if low is not None else {}))
+    return float(rise)
 
 
 class _LowestGuards:
