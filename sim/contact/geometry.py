@@ -29,6 +29,9 @@ from .shape_points import (
 
 #: m: patch points and support points closer than this are one point
 POINT_TOL = 1e-9
+#: dimensionless: a box's reach along a direction (:func:`_box_support`) whose terms off its
+#: largest sum below this fraction of it is a face's: those terms are round-off
+SUPPORT_ROUNDOFF = 1e-12
 #: m and dimensionless: a support point coincides with another of its owner within
 #: ``COINCIDE_ATOL + COINCIDE_RTOL |x|`` per coordinate (numpy's allclose)
 COINCIDE_ATOL = 1e-7
@@ -313,9 +316,7 @@ class _Geometry:
         data = self.world.data
         Ja = data.oMi[ja] if ja else pin.SE3.Identity()
         Jb = data.oMi[jb] if jb else pin.SE3.Identity()
-        # (a box's support plane along n: through its nearest face, edge or corner)
-        plane_b = self._plane_point(sb, Mb, n) if not isinstance(sb, coal.Box) else \
-            Mb.translation + n * float(np.abs(Mb.rotation.T @ n) @ np.asarray(sb.halfSide))
+        plane_b = self._support_point(sb, Mb, n)
         box = isinstance(sb, coal.Box) and (sb, Mb)
         kind, touch, rims = curved.cylinder_points(sa, Ma, n, plane_b, pts, NEAR_FACTOR * self.touch_distance,
                                                    lambda x: _inside(box, x, self.touch_distance))
@@ -356,13 +357,14 @@ class _Geometry:
         data = self.world.data
         Ja = data.oMi[ja] if ja else pin.SE3.Identity()
         Jb = data.oMi[jb] if jb else pin.SE3.Identity()
-        plane_b = self._plane_point(sb, Mb, n)
         nb = Jb.rotation.T @ n
         if isinstance(sa, coal.Sphere):
             c = Ma.translation
+            plane_b = self._support_point(sb, Mb, n)
             point = SupportPoint(Ja.actInv(c), Jb.actInv(_held_at(c, c - n * (n @ (c - plane_b)), n, float(sa.radius))),
                                  float(sa.radius))
             return _PairContact(pair, (objs[ia].name, objs[ib].name), (ja, jb), nb, [point], Region.POINT)
+        plane_b = self._plane_point(sb, Mb, n)
         face_a = self._plane_point(sa, Ma, -n)
         edge_a = float(np.abs(Ma.rotation.T @ n).max()) < math.cos(FACE_ANGLE)
         verts_a = _box_vertices(sa) @ Ma.rotation.T + Ma.translation
@@ -490,11 +492,24 @@ class _Geometry:
 
     @staticmethod
     def _plane_point(sb, Mb, n):
+        """A point (world, m) of the plane across n (world, unit, from B towards A) that a polyhedral
+        patch is projected on: a half-space's surface, or a box's level along n at the centre of its
+        face most nearly across n (its support plane where n is that face's normal, as the snapped
+        normals of two boxes are)."""
+        if isinstance(sb, coal.Halfspace):
+            return _Geometry._support_point(sb, Mb, n)
+        h = np.asarray(sb.halfSide)
+        return Mb.translation + n * np.max(np.abs(Mb.rotation.T @ n) * h)
+
+    @staticmethod
+    def _support_point(sb, Mb, n):
+        """A point (world, m) of B's support plane along n (world, unit, from B towards A): a
+        half-space's surface, or the plane through a box's face, edge or corner furthest along n
+        (a ball's or a cylinder's normal from a box's edge or corner is no face's normal)."""
         if isinstance(sb, coal.Halfspace):
             nl = np.asarray(sb.n, dtype=float)
             return Mb.act(nl * float(sb.d))
-        h = np.asarray(sb.halfSide)
-        return Mb.translation + n * np.max(np.abs(Mb.rotation.T @ n) * h)
+        return Mb.translation + n * _box_support(np.asarray(sb.halfSide), Mb.rotation.T @ n)
 
     @staticmethod
     def _face(sb, Mb, Jb, n) -> _Face:
@@ -575,6 +590,17 @@ def _margin(face: _Face | None, Q: _Body, x: np.ndarray) -> np.ndarray:
         return (face.half - np.abs((x - face.center).dot(face.axes.T))).min(axis=1)
     r = x - Q.point(face.center)
     return (face.half - np.abs(r.dot(face.axes.dot(Q.R.T).T))).min(axis=1)
+
+
+def _box_support(half: np.ndarray, local_n: np.ndarray) -> float:
+    """How far (m) a box of half sides ``half`` (3,) reaches from its centre along the unit direction
+    ``local_n`` (3,, the box's axes): ``sum |n_i| h_i``, through the face, edge or corner furthest
+    along it. Along a face's normal the other axes' terms are round-off and left out, so the plane is
+    the face's own to the last bit."""
+    a = np.abs(local_n) * half
+    top = float(a.max())
+    rest = float(a.sum()) - top
+    return top + rest if rest > SUPPORT_ROUNDOFF * top else top
 
 
 def _held_at(x: np.ndarray, o: np.ndarray, k: np.ndarray, radius: float = 0.0) -> np.ndarray:
