@@ -29,8 +29,8 @@ from .shape_points import (
 
 #: m: patch points and support points closer than this are one point
 POINT_TOL = 1e-9
-#: dimensionless: a box's reach along a direction (:func:`_box_support`) whose terms off its
-#: largest sum below this fraction of it is a face's: those terms are round-off
+#: dimensionless: a box's reach along a direction (:func:`_box_support`) counts its axes' terms off
+#: the largest only when they sum to more than this fraction of it (less: a face's normal, round-off)
 SUPPORT_ROUNDOFF = 1e-12
 #: m and dimensionless: a support point coincides with another of its owner within
 #: ``COINCIDE_ATOL + COINCIDE_RTOL |x|`` per coordinate (numpy's allclose)
@@ -594,7 +594,7 @@ def _margin(face: _Face | None, Q: _Body, x: np.ndarray) -> np.ndarray:
 
 def _box_support(half: np.ndarray, local_n: np.ndarray) -> float:
     """How far (m) a box of half sides ``half`` (3,) reaches from its centre along the unit direction
-    ``local_n`` (3,, the box's axes): ``sum |n_i| h_i``, through the face, edge or corner furthest
+    ``local_n`` (3,) (in the box's axes): ``sum |n_i| h_i``, through the face, edge or corner furthest
     along it. Along a face's normal the other axes' terms are round-off and left out, so the plane is
     the face's own to the last bit."""
     a = np.abs(local_n) * half

@@ -20,8 +20,8 @@ from .support import FORCE_FLOOR, FORCE_RTOL, _affine_residual, _basic_forces, _
 #: dimensionless: a row joins the held rows when the smallest singular value of the normalized rows
 #: stays above this fraction of the largest (well clear of the solver's and the critical-form rank tests:
 #: two edge crossings 1.2 mm apart on a box resting on a box, ratio 2.6e-5, or an edge crossing nearly
-#: in the plane of a face's three held points, 1.5e-4, held both disagreed by round-off beyond what
-#: any force could reconcile)
+#: in the plane of a face's three held points, 1.5e-4: held together, their rows disagreed by
+#: round-off beyond what any force could reconcile)
 BASIS_SV_RATIO = 1e-3
 #: m: a support point this close to the affine hull of the held ones is dependent on them
 PLANE_TOL = 1e-9
