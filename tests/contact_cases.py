@@ -15,6 +15,7 @@ from controlkit.errors import ControlkitError
 from robots import scenes
 from sim.collision import CollisionWorld
 from sim.contact import enable_contacts
+from sim.contact.hinge import Mode, _multipliers_of
 from sim.simulator import Simulator
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -148,7 +149,6 @@ class _LowestGuards:
         self.lowest = dict(margin=math.inf, stick=math.inf, slide=math.inf, geometry=math.inf)
 
     def __call__(self, sim) -> bool:
-        from sim.contact.hinge import Mode, _multipliers_of
         src, mech, low = self.src, sim.mech, self.lowest
         if not (mech.state_is(sim.q, sim.v) and mech.solved(sim.equations)):
             sim.accelerations_at(sim.t, sim.q, sim.v)

@@ -14,6 +14,7 @@ from robots import scenes
 from sim.collision import CollisionWorld
 from sim.contact import enable_contacts
 from sim.contact.geometry import _Geometry
+from sim.contact.shape_points import _box_vertices
 from sim.simulator import Simulator
 
 G = 9.81
@@ -169,8 +170,7 @@ def test_a_box_support_plane_runs_through_its_furthest_corner():
         M = pin.SE3(pin.rpy.rpyToMatrix(*rng.uniform(-math.pi, math.pi, 3)), rng.uniform(-1, 1, 3))
         n = rng.normal(size=3)
         n /= np.linalg.norm(n)
-        corners = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)]) * box.halfSide
-        reach = float((corners @ M.rotation.T + M.translation).dot(n).max())
+        reach = float((_box_vertices(box) @ M.rotation.T + M.translation).dot(n).max())
         assert _Geometry._support_point(box, M, n) @ n == pytest.approx(reach, abs=1e-12)
         face = M.rotation[:, 1]
         assert np.allclose(_Geometry._support_point(box, M, face), M.translation + face * box.halfSide[1], rtol=0, atol=1e-15)

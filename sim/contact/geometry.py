@@ -493,9 +493,9 @@ class _Geometry:
     @staticmethod
     def _plane_point(sb, Mb, n):
         """A point (world, m) of the plane across n (world, unit, from B towards A) that a polyhedral
-        patch is projected on: a half-space's surface, or a box's level along n at the centre of its
-        face most nearly across n (its support plane where n is that face's normal, as the snapped
-        normals of two boxes are)."""
+        patch is projected on: a half-space's surface, or the plane through the centre of the box's
+        face that lies furthest along n (its support plane where n is that face's normal, as the
+        snapped normals of two boxes are)."""
         if isinstance(sb, coal.Halfspace):
             return _Geometry._support_point(sb, Mb, n)
         h = np.asarray(sb.halfSide)
