@@ -273,6 +273,12 @@ class Mechanism:
         """Whether ``solution`` is the solve of these statements at the current state."""
         return self.solved_for == (self._version, id(eqs), eqs.version)
 
+    def forget_solution(self) -> None:
+        """The statements' terms changed with neither the state nor the equation set's version (a
+        contact's friction leaving its slide's onset between two steps): ``solution`` no longer
+        stands for them, and :meth:`solved` says so until the next solve."""
+        self.solved_for = (-1, 0, -1)
+
     def kernels_overwritten(self) -> None:
         """A kernel was run on ``data`` directly (e.g. ``aba``): everything cached at this state
         (kinematics, mass matrix, factor, contact rows) is recomputed on its next use."""

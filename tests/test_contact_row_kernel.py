@@ -99,20 +99,23 @@ def _agree(h, seen: set, rng) -> None:
 
 def _modes(h, rng):
     """Each friction mode in turn on h (its state restored after): sticking at the support's
-    centroid, sliding along a tangent, frictionless."""
-    mode, slide_dir, anchor = h.mode, h.slide_dir, h._anchor_a
+    centroid, sliding along a tangent, at a slide's onset along it (its blend speed comparable
+    with the random slips), frictionless."""
+    mode, slide_dir, anchor, onset = h.mode, h.slide_dir, h._anchor_a, h.onset_speed
     A, B, n = h.sides()[0]
     t = np.cross(n, rng.normal(size=3))
-    for m in (Mode.STICK, Mode.SLIDE, Mode.FRICTIONLESS):
+    for m in (Mode.STICK, Mode.SLIDE, "onset", Mode.FRICTIONLESS):
         if m == Mode.STICK:
             h.stick()
         elif m == Mode.SLIDE:
             h.slide(t / np.linalg.norm(t))
+        elif m == "onset":
+            h.slide(t / np.linalg.norm(t), onset_speed=0.5)  # m/s
         else:
             h.mode = m
             h.invalidate()
         yield
-    h.mode, h.slide_dir, h._anchor_a = mode, slide_dir, anchor
+    h.mode, h.slide_dir, h._anchor_a, h.onset_speed = mode, slide_dir, anchor, onset
     h.invalidate()
 
 

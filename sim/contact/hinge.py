@@ -19,6 +19,12 @@ from .rows import _ball_centres, _rows_on_world, anchor_stick_block, ball_rollin
 #: m/s (rad/s for the torsion row): relative motion slower than this is none (a stick row that
 #: slips, a sliding contact that still moves)
 SLIP_SPEED = 1e-9
+#: dimensionless: at a slide's onset kinetic friction opposes ``v_t + ONSET_BLEND * onset_speed * slide_dir``
+#: (:meth:`ContactHinge._sliding_direction`): the onset's direction while the slip is small, the slip's
+#: own once it has grown past that speed in any direction (so friction never drives a slip that runs
+#: across the onset's direction; beyond the slide guard's offset, which fires at one onset speed
+#: against it, the blend never vanishes)
+ONSET_BLEND = 2.0
 
 
 #: which hinges build their rows in one compiled call (:mod:`sim.contact.row_kernel`, numba):
@@ -105,9 +111,10 @@ class ContactHinge(HingeSupport, Constraint):
         self.mode = Mode.STICK if self.mu_s > 0 else Mode.FRICTIONLESS
         self.slide_dir = np.zeros(3)  # world, at slip onset
         self.slipped = False
-        # a slide begun from rest (static friction exceeded) whose slip has not yet run along
-        # slide_dir: its slide guard fires on a slip that runs the other way (ContactSource._slide_guard)
-        self.onset = False
+        # m/s, > 0 while a slide begun from rest (static friction exceeded) has not yet run along
+        # slide_dir that fast (its onset): its slide guard fires on a slip that runs the other way
+        # (ContactSource._slide_guard) and its friction's direction blends with the slip's (slide)
+        self.onset_speed = 0.0
         self.stick_keep = np.ones(3, dtype=bool)  # stick rows held (dependent ones are dropped)
         self.detached = False  # True while the support LCP applies its forces as external forces
         # held by a controller (inverse dynamics): every candidate point stays, and the solve keeps
@@ -377,12 +384,16 @@ class ContactHinge(HingeSupport, Constraint):
 
     # contact kinematics -------------------------------------------------------
     def _sliding_direction(self, A: _Body, B: _Body, n: np.ndarray) -> tuple[np.ndarray, bool]:
-        """The contact's sliding direction (world, unit) and whether it still slides (False past
-        a stop: then every point's friction keeps that direction)."""
+        """The contact's sliding direction (world, unit) and whether each point takes its own (False
+        past a stop: then every point's friction keeps ``slide_dir``; and at a slide's onset, where
+        all take ``unit(v_t + ONSET_BLEND onset_speed slide_dir)``, v_t the centroid's slip)."""
         vt = self.tangential_velocity(A, B, n)
         s = math.sqrt(vt.dot(vt))  # (numpy.linalg.norm's own sum, without its wrapper)
         # past a stop (within an integration step) friction keeps its direction, so that the
         # stop is a visible zero crossing of the slide guard instead of chatter inside a step
+        if self.onset_speed > 0.0:  # (at its onset: the slip's direction blended with slide_dir)
+            w = vt + self.blend_speed * self.slide_dir
+            return w / math.sqrt(w.dot(w)), False
         moving = s > SLIP_SPEED and vt.dot(self.slide_dir) > 0
         return (vt / s if moving else self.slide_dir), moving
 
@@ -523,16 +534,33 @@ class ContactHinge(HingeSupport, Constraint):
 
     def stick(self) -> None:
         """Stick from here: stick rows anchored at the current support centroid."""
-        self.mode, self.onset = Mode.STICK, False
+        self.mode, self.onset_speed = Mode.STICK, 0.0
         self.set_anchor()
         self.invalidate()
 
-    def slide(self, direction: np.ndarray, onset: bool = False) -> None:
+    def slide(self, direction: np.ndarray, onset_speed: float = 0.0) -> None:
         """Slide from here along ``direction`` (world, unit): kinetic friction, the slide guard's
-        direction. ``onset``: it begins from rest (its static friction exceeded), so its slip is yet
-        to run along ``direction``."""
-        self.mode, self.slide_dir, self.onset = Mode.SLIDE, direction, onset
+        direction. ``onset_speed`` (m/s) > 0: it begins from rest (its static friction exceeded), so
+        its slip is yet to run along ``direction`` at that speed (:meth:`end_onset` then)."""
+        self.mode, self.slide_dir, self.onset_speed = Mode.SLIDE, direction, float(onset_speed)
         self.invalidate()
+
+    @property
+    def onset(self) -> bool:
+        """Whether it slides at a slide's onset (see :meth:`slide`)."""
+        return self.onset_speed > 0.0
+
+    @property
+    def blend_speed(self) -> float:
+        """m/s: at a slide's onset, the speed along ``slide_dir`` that the slip's direction is blended
+        with (``ONSET_BLEND * onset_speed``; 0 past the onset)."""
+        return ONSET_BLEND * self.onset_speed
+
+    def end_onset(self) -> None:
+        """Its slip ran along ``slide_dir`` (or the slide turned): friction takes each point's own
+        sliding direction from here (:meth:`_sliding_direction`)."""
+        self.onset_speed = 0.0
+        self.invalidate(rows_only=True)
 
     def follow(self, direction: np.ndarray) -> None:
         """A sliding hinge turned: its slide guard watches the new direction (world, unit)."""

@@ -142,7 +142,7 @@ class HingeSupport:
         self.points, self.dependent, self.linked = [], [self.points[i] for i in dependent], []
         self.carrier = carrier
         self.stick_keep[:] = False
-        self.mode, self.slide_dir, self.onset = carrier.mode, carrier.slide_dir, False
+        self.mode, self.slide_dir, self.onset_speed = carrier.mode, carrier.slide_dir, 0.0
         carrier.carry(self)
         self.invalidate()
 
@@ -163,7 +163,7 @@ class HingeSupport:
         alone); sticking, it anchors its stick rows where it is: its carrier's held its place until now."""
         c = self.carrier
         if c is not None:
-            self.mode, self.slide_dir, self.onset = c.mode, c.slide_dir, c.onset
+            self.mode, self.slide_dir, self.onset_speed = c.mode, c.slide_dir, c.onset_speed
             if self.mode == _STICK:
                 self.set_anchor()
         self.carrier, self.carried, self.group = None, [], None

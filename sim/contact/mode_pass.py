@@ -45,7 +45,7 @@ def friction_pass(src, sim) -> bool:
             # the slip begun at an onset ran against its direction (_slide_guard): friction
             # opposes the slip from here
             h.follow(_unit(vt))
-            h.onset = False
+            h.end_onset()
             changed = True
         elif h.mode == Mode.SLIDE and np.linalg.norm(vt := h.tangential_velocity()) > src.stick_velocity:
             if vt @ h.slide_dir < (1 - TURN_TOL) * np.linalg.norm(vt):
@@ -74,7 +74,7 @@ def _begin_slide(src, h: ContactHinge, ft: np.ndarray) -> None:
     if np.linalg.norm(vt) > src.stick_velocity:
         h.slide(_unit(vt))
     else:
-        h.slide(FrictionLaw.slip_direction(h.tangent_world(ft)), onset=True)
+        h.slide(FrictionLaw.slip_direction(h.tangent_world(ft)), onset_speed=src._onset_speed)
     h.slipped = True  # it starts sliding now: not "stopped" within this update
     h.invalidate()
 

@@ -30,8 +30,8 @@ from .bodies import _bodies
 
 # the layout of the float parameters ``f`` (see :func:`pack`)
 F_NB, F_NA, F_TB, F_ANCHOR, F_SLIDE, F_CENTROID = 0, 3, 6, 12, 15, 18
-F_MEAN_RAD, F_MU_K, F_RADIUS_B, F_LINE, F_RADIUS = 21, 22, 23, 24, 27
-F_SIZE = 28
+F_MEAN_RAD, F_MU_K, F_RADIUS_B, F_LINE, F_RADIUS, F_BLEND = 21, 22, 23, 24, 27, 28
+F_SIZE = 29
 # the layout of the integer parameters ``iv``
 I_K, I_STICK, I_SLIDING, I_BALLS, I_HAS_NA, I_BWORLD = 0, 1, 2, 3, 4, 5
 I_SIZE = 6
@@ -395,7 +395,8 @@ def _fill_rows(phi, JD, G, HA, VA, JA, HB, VB, JB, P, E, f, iv):
         n = _rot(HB, _vec(f, F_NB))
     nm = _rot(HA, _vec(f, F_NA)) if iv[I_HAS_NA] else (-n[0], -n[1], -n[2])  # A's face normal
     # a sliding contact's direction (ContactHinge._sliding_direction): its centroid's tangential
-    # velocity while it moves along the slip's direction, else that direction
+    # velocity while it moves along the slip's direction, else that direction; at a slide's onset
+    # the two blended (F_BLEND, m/s, > 0)
     u = (0.0, 0.0, 0.0)
     own = False
     if sliding:
@@ -404,8 +405,13 @@ def _fill_rows(phi, JD, G, HA, VA, JA, HB, VB, JB, P, E, f, iv):
         dv = _sub(_velocity(HA, VA, x), _velocity(HB, VB, x))
         vt = _sub(dv, _scale(_dot(n, dv), n))
         s = math.sqrt(_dot(vt, vt))
-        own = s > SLIP_SPEED and _dot(vt, sd) > 0
-        u = (vt[0] / s, vt[1] / s, vt[2] / s) if own else sd
+        if f[F_BLEND] > 0.0:  # at its onset: the slip's direction blended with sd
+            w = _add(vt, _scale(f[F_BLEND], sd))
+            L = math.sqrt(_dot(w, w))
+            u = (w[0] / L, w[1] / L, w[2] / L)
+        else:
+            own = s > SLIP_SPEED and _dot(vt, sd) > 0
+            u = (vt[0] / s, vt[1] / s, vt[2] / s) if own else sd
     mu_k = f[F_MU_K]
     for i in range(m):
         owner = P[i, 7]
@@ -486,6 +492,7 @@ def pack(h, k: int):
         iv[I_HAS_NA] = 1
     f[F_TB:F_TB + 6] = np.asarray(h._tangents_b).ravel()
     f[F_SLIDE:F_SLIDE + 3] = h.slide_dir
+    f[F_BLEND] = h.blend_speed
     f[F_MEAN_RAD] = np.mean([p.radius for p in pts])
     f[F_MU_K] = h.mu_k
     f[F_RADIUS_B] = pts[0].radius_b

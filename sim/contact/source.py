@@ -355,7 +355,8 @@ class ContactSource(EventSource):
                 if not sim.mech.state_is(sim.q, sim.v):
                     sim.mech.set_state(sim.q, sim.v, check=False)
                 if h.tangential_velocity().dot(h.slide_dir) > self._onset_speed:
-                    h.onset = False
+                    h.end_onset()
+                    sim.mech.forget_solution()  # (its friction's direction changed: the step's end solve is stale)
                     self._onsets_ended += 1  # (its slide guard changes: guards_after_control reads it)
 
     def follow_crossings(self, sim) -> None:
