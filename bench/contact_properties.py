@@ -10,16 +10,19 @@ change is judged on.
   (the suite's bounds: tilted by more than 0.3 rad), every speed below 0.05 m/s or rad/s at the end; and its support solves, with how many of them
   the pivoting left unsolved (the QP's forces taken, ``ContactSource.unsolved_supports``), and the time
   of its last event (with ``--brick-seconds`` longer than 1.6, when it settled).
+- Random touching starts (``--touching``, tests/contact_cases.touching_case): 2-4 boxes and balls
+  stacked on the ground, each resting on the one below, the top one struck downwards; the drops'
+  properties, over ``--touching-seconds``.
 - Random cradles (momentum, elastic energy, order independence).
 
-Every drop and brick run is a fresh interpreter (a user's first run of it, as in the suite),
+Every drop, brick and touching-start run is a fresh interpreter (a user's first run of it, as in the suite),
 ``--jobs`` at a time. ``--root PATH`` runs another checkout's code
 (a git worktree of an experiment) with this script's cases and criteria, so two versions are compared
 on the same cases. Prints tables and the counts within the criteria; writes
 bench/results/contact_properties.json.
 
 Run: ``.venv/bin/python bench/contact_properties.py [--drops 32] [--first-seed 1] [--seconds 2] [--brick-offsets 7]
-[--brick-seconds 1.6] [--cradles 20] [--jobs 2] [--root PATH]``.
+[--brick-seconds 1.6] [--touching 0] [--touching-seconds 1] [--cradles 20] [--jobs 2] [--root PATH]``.
 """
 from __future__ import annotations
 
@@ -51,6 +54,15 @@ def _one_drop(seed: int, seconds: float) -> dict:
     """One random drop (in this interpreter; the caller made it a fresh one)."""
     from contact_cases import drop_case, run_drop
     out = run_drop(drop_case(seed), seconds=seconds)
+    out["ok"] = bool(out["deepest"] >= DEEPEST and out["energy_rise"] <= ENERGY_RISE
+                     and (out["error"] is None or out["error_is_controlkit"]))
+    return out
+
+
+def _one_touching(seed: int, seconds: float) -> dict:
+    """One random touching start (in this interpreter; the caller made it a fresh one)."""
+    from contact_cases import run_drop, touching_case
+    out = run_drop(touching_case(seed), seconds=seconds)
     out["ok"] = bool(out["deepest"] >= DEEPEST and out["energy_rise"] <= ENERGY_RISE
                      and (out["error"] is None or out["error_is_controlkit"]))
     return out
@@ -105,7 +117,7 @@ def _fresh(kind: str, value: float, seconds: float, timeout: float) -> dict:
         out = dict(error=f"failed: {lines[-1][:160] if lines else ''}", ok=False)
     except subprocess.TimeoutExpired:
         out = dict(error=f"timeout after {timeout:g} s wall", ok=False)
-    out.setdefault("seed" if kind == "drop" else "offset", value)
+    out.setdefault("offset" if kind == "brick" else "seed", value)
     out["wall s"] = time.perf_counter() - t0
     return out
 
@@ -145,6 +157,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seconds", type=float, default=2.0, help="simulated seconds per drop; default 2")
     ap.add_argument("--brick-offsets", type=int, default=7, help="brick stack runs (0 and log-spaced offsets); default 7")
     ap.add_argument("--brick-seconds", type=float, default=1.6, help="simulated seconds per brick stack run; default 1.6")
+    ap.add_argument("--touching", type=int, default=0, help="number of touching-start seeds (1..N); default 0")
+    ap.add_argument("--touching-seconds", type=float, default=1.0, help="simulated seconds per touching start; default 1")
     ap.add_argument("--cradles", type=int, default=20, help="number of cradle seeds (101..); default 20")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="interpreters at a time; default the CPUs")
     ap.add_argument("--timeout", type=float, default=1800.0, help="wall seconds per run before it counts as failed")
@@ -153,7 +167,7 @@ def main(argv=None) -> int:
     root = args.root.resolve()
     if not (root / "sim" / "contact").is_dir() or not (root / "tests" / "contact_cases.py").is_file():
         ap.error(f"--root {root}: not a controlkit checkout (no sim/contact or tests/contact_cases.py)")
-    if args.jobs < 1 or args.drops < 0 or args.brick_offsets < 0 or args.cradles < 0 or args.first_seed < 0:
+    if args.jobs < 1 or min(args.drops, args.brick_offsets, args.cradles, args.touching, args.first_seed) < 0:
         ap.error("--jobs must be >= 1, the counts and --first-seed >= 0")
     sys.path.insert(0, str(ROOT))
     from bench.common import table, write_json  # (this checkout's: results go to its bench/results)
@@ -163,22 +177,29 @@ def main(argv=None) -> int:
     from contact_cases import cradle_case
     jobs = [("drop", s, args.seconds) for s in range(args.first_seed, args.first_seed + args.drops)]
     jobs += [("brick", o, args.brick_seconds) for o in brick_offsets(args.brick_offsets)]
+    jobs += [("touching", s, args.touching_seconds) for s in range(1, args.touching + 1)]
     with ThreadPoolExecutor(args.jobs) as pool:
         results = list(pool.map(lambda j: _fresh(*j, args.timeout), jobs))
     drops = [r for j, r in zip(jobs, results) if j[0] == "drop"]
     bricks = [r for j, r in zip(jobs, results) if j[0] == "brick"]
+    touching = [r for j, r in zip(jobs, results) if j[0] == "touching"]
     cradles = [run_cradle(cradle_case(100 + s)) for s in range(1, args.cradles + 1)]
     print(f"code under test: {root}")
     print(table(drops, ["seed", "bodies", "deepest", "energy_rise", "events", "sim_time", "wall s", "ok", "error"]))
     print(table(bricks, ["offset", "sim_time", "events", "late_per_s", "last_event", "deepest", "z1", "z2", "tilt1", "tilt2", "vmax", "support_solves",
                          "unsolved_lcps", "wall s", "ok", "error"]))
+    if touching:
+        print(table(touching, ["seed", "bodies", "deepest", "energy_rise", "events", "sim_time", "wall s", "ok", "error"]))
     if cradles:
         print(table(cradles, ["seed", "balls", "e", "momentum_error", "energy_error", "deepest", "order_difference"]))
     print(f"drops within the properties: {sum(d['ok'] for d in drops)} / {len(drops)} "
           f"(energy rise <= {ENERGY_RISE:g}, deepest >= {DEEPEST * 1e3:g} mm, only controlkit's errors; {args.seconds:g} s each)")
     print(f"brick stack runs within the criteria: {sum(b['ok'] for b in bricks)} / {len(bricks)} "
           f"(< {BRICK_LATE_RATE:g} events/s after {BRICK_LATE_AFTER:g} s, deepest >= {DEEPEST * 1e3:g} mm, bricks down)")
-    print(f"wrote {write_json('contact_properties', {'root': str(root), 'drops': drops, 'bricks': bricks, 'cradles': cradles})}")
+    if touching:
+        print(f"touching starts within the properties: {sum(d['ok'] for d in touching)} / {len(touching)} "
+              f"(as the drops; {args.touching_seconds:g} s each)")
+    print(f"wrote {write_json('contact_properties', dict(root=str(root), drops=drops, bricks=bricks, touching=touching, cradles=cradles))}")
     return 0
 
 

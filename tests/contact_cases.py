@@ -68,6 +68,34 @@ def drop_case(seed: int) -> dict:
     return dict(seed=seed, bodies=bodies, restitution=float(rng.uniform(0.0, 0.6)), friction=(mu_s, 0.8 * mu_s))
 
 
+def touching_case(seed: int) -> dict:
+    """A random touching start: 2 to 4 boxes and balls stacked
+    on the ground, each resting on the one below (touching, at distance 0), the top one struck
+    downwards at 0.1 to 2 m/s (with a small sideways part); restitution 0, 0.3, 0.8 or 1, with
+    friction (0.6, 0.5) or none. Same keys as :func:`drop_case`."""
+    rng = np.random.default_rng(seed)
+    bodies, z = [], 0.0
+    for i in range(int(rng.integers(2, 5))):
+        if rng.random() < 0.3:
+            r = float(rng.uniform(0.03, 0.08))
+            spec = dict(name=f"body_{i}", radius=r, mass=float(rng.uniform(0.3, 3.0)),
+                        position=(float(rng.uniform(-0.005, 0.005)), 0.0, z + r))
+            z += 2 * r
+        else:
+            size = tuple(float(x) for x in rng.uniform(0.05, 0.2, 3))
+            spec = dict(name=f"body_{i}", box=size, mass=float(rng.uniform(0.3, 3.0)),
+                        position=(float(rng.uniform(-0.01, 0.01)), float(rng.uniform(-0.01, 0.01)), z + size[2] / 2))
+            z += size[2]
+        bodies.append(spec)
+    v = np.zeros(6)
+    v[2] = -rng.uniform(0.1, 2.0)
+    v[:2] = rng.normal(scale=0.2, size=2)
+    bodies[-1]["velocity"] = tuple(float(x) for x in v)
+    e = float(rng.choice([0.0, 0.3, 0.8, 1.0]))
+    friction = (0.6, 0.5) if rng.random() < 0.7 else (0.0, 0.0)
+    return dict(seed=seed, bodies=bodies, restitution=e, friction=friction)
+
+
 #: m: the clearance a lifted body of a drop case starts with (:func:`_lift_apart`)
 START_CLEARANCE = 1e-3
 

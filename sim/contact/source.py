@@ -131,7 +131,7 @@ class ContactSource(EventSource):
             # supports are chosen again there
             self._net(d)
             return np.concatenate([d] + [np.full(len(self._hinge_guards(h, np.zeros(h.size), None)), -1.0)
-                                         for h in self.hinges.values()] + [np.full(self.linked is not None, -1.0)])
+                                         for h in self.hinges.values()] + [np.full(int(self.linked is not None), -1.0)])
         self._net(d)
         sol = mech.solution
         out, starts, at = [d], [], len(d)
