@@ -388,12 +388,13 @@ class ContactHinge(HingeSupport, Constraint):
         past a stop: then every point's friction keeps ``slide_dir``; and at a slide's onset, where
         all take ``unit(v_t + ONSET_BLEND onset_speed slide_dir)``, v_t the centroid's slip)."""
         vt = self.tangential_velocity(A, B, n)
+        if self.onset_speed > 0.0:  # (at its onset: the slip's direction blended with slide_dir)
+            w = vt + self.blend_speed * self.slide_dir
+            L = math.sqrt(w.dot(w))  # (0 only for a slip of -blend_speed along slide_dir, past its guard)
+            return (w / L if L > 0.0 else self.slide_dir), False
         s = math.sqrt(vt.dot(vt))  # (numpy.linalg.norm's own sum, without its wrapper)
         # past a stop (within an integration step) friction keeps its direction, so that the
         # stop is a visible zero crossing of the slide guard instead of chatter inside a step
-        if self.onset_speed > 0.0:  # (at its onset: the slip's direction blended with slide_dir)
-            w = vt + self.blend_speed * self.slide_dir
-            return w / math.sqrt(w.dot(w)), False
         moving = s > SLIP_SPEED and vt.dot(self.slide_dir) > 0
         return (vt / s if moving else self.slide_dir), moving
 

@@ -408,7 +408,7 @@ def _fill_rows(phi, JD, G, HA, VA, JA, HB, VB, JB, P, E, f, iv):
         if f[F_BLEND] > 0.0:  # at its onset: the slip's direction blended with sd
             w = _add(vt, _scale(f[F_BLEND], sd))
             L = math.sqrt(_dot(w, w))
-            u = (w[0] / L, w[1] / L, w[2] / L)
+            u = (w[0] / L, w[1] / L, w[2] / L) if L > 0.0 else sd
         else:
             own = s > SLIP_SPEED and _dot(vt, sd) > 0
             u = (vt[0] / s, vt[1] / s, vt[2] / s) if own else sd
