@@ -50,22 +50,19 @@ DEEPEST = -1e-4  # m
 ENERGY_RISE = 1e-9  # relative to the scene's energy scale
 
 
-def _one_drop(seed: int, seconds: float) -> dict:
-    """One random drop (in this interpreter; the caller made it a fresh one)."""
-    from contact_cases import drop_case, run_drop
-    out = run_drop(drop_case(seed), seconds=seconds)
+def _one_drop(seed: int, seconds: float, case: str = "drop_case") -> dict:
+    """One random drop, or with ``case="touching_case"`` one random touching start (contact_cases'
+    generators; in this interpreter: the caller made it a fresh one), judged on the properties."""
+    import contact_cases
+    out = contact_cases.run_drop(getattr(contact_cases, case)(seed), seconds=seconds)
     out["ok"] = bool(out["deepest"] >= DEEPEST and out["energy_rise"] <= ENERGY_RISE
                      and (out["error"] is None or out["error_is_controlkit"]))
     return out
 
 
 def _one_touching(seed: int, seconds: float) -> dict:
-    """One random touching start (in this interpreter; the caller made it a fresh one)."""
-    from contact_cases import run_drop, touching_case
-    out = run_drop(touching_case(seed), seconds=seconds)
-    out["ok"] = bool(out["deepest"] >= DEEPEST and out["energy_rise"] <= ENERGY_RISE
-                     and (out["error"] is None or out["error_is_controlkit"]))
-    return out
+    """One random touching start (:func:`_one_drop` on contact_cases.touching_case)."""
+    return _one_drop(seed, seconds, case="touching_case")
 
 
 def _one_brick(offset: float, seconds: float) -> dict:

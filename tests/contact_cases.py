@@ -69,10 +69,10 @@ def drop_case(seed: int) -> dict:
 
 
 def touching_case(seed: int) -> dict:
-    """A random touching start: 2 to 4 boxes and balls stacked
-    on the ground, each resting on the one below (touching, at distance 0), the top one struck
-    downwards at 0.1 to 2 m/s (with a small sideways part); restitution 0, 0.3, 0.8 or 1, with
-    friction (0.6, 0.5) or none. Same keys as :func:`drop_case`."""
+    """A random touching start: 2 to 4 boxes and balls stacked on the ground, each resting on the one
+    below (touching, at distance 0), the top one struck downwards at 0.1 to 2 m/s (with a small
+    sideways part); restitution 0, 0.3, 0.8 or 1, with friction (0.6, 0.5) or none. Same keys as
+    :func:`drop_case`."""
     rng = np.random.default_rng(seed)
     bodies, z = [], 0.0
     for i in range(int(rng.integers(2, 5))):
