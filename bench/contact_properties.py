@@ -2,7 +2,9 @@
 change is judged on.
 
 - Random drops of 2-8 boxes and balls (tests/test_contact_properties.py's cases): energy never above
-  its value at the previous impact (1e-9 relative), deepest penetration (0.1 mm), errors.
+  its value at the previous impact (1e-9 relative), deepest penetration (0.1 mm), errors; and how many
+  support LCPs the pivoting left unsolved (``unsolved_lcps``: where sliding friction may have no
+  consistent solution).
 - The toppled brick stack of thesis Fig. 5.7 (tests/test_contact.py's scene) with its first
   coordinate moved by 0 and ``--brick-offsets - 1`` offsets from 1e-12 to 1e-9 m: how far its events
   hang on the last bits of its start. Per run issue 25's criteria at rest: fewer than 20
@@ -182,11 +184,11 @@ def main(argv=None) -> int:
     touching = [r for j, r in zip(jobs, results) if j[0] == "touching"]
     cradles = [run_cradle(cradle_case(100 + s)) for s in range(1, args.cradles + 1)]
     print(f"code under test: {root}")
-    print(table(drops, ["seed", "bodies", "deepest", "energy_rise", "events", "sim_time", "wall s", "ok", "error"]))
+    print(table(drops, ["seed", "bodies", "deepest", "energy_rise", "events", "unsolved_lcps", "sim_time", "wall s", "ok", "error"]))
     print(table(bricks, ["offset", "sim_time", "events", "late_per_s", "last_event", "deepest", "z1", "z2", "tilt1", "tilt2", "vmax", "support_solves",
                          "unsolved_lcps", "wall s", "ok", "error"]))
     if touching:
-        print(table(touching, ["seed", "bodies", "deepest", "energy_rise", "events", "sim_time", "wall s", "ok", "error"]))
+        print(table(touching, ["seed", "bodies", "deepest", "energy_rise", "events", "unsolved_lcps", "sim_time", "wall s", "ok", "error"]))
     if cradles:
         print(table(cradles, ["seed", "balls", "e", "momentum_error", "energy_error", "deepest", "order_difference"]))
     print(f"drops within the properties: {sum(d['ok'] for d in drops)} / {len(drops)} "

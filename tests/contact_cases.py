@@ -128,12 +128,13 @@ def run_drop(case: dict, seconds: float = 1.0, dt: float = 1e-3, guards: bool = 
     """Simulate a :func:`drop_case`; returns what the properties need (errors are caught and named):
     ``deepest`` (m, the most negative distance of any pair at any sample), ``energy_rise`` (the largest
     rise of kinetic + potential energy over its value at the previous impact, relative to the energy
-    scale), ``events``, ``sim_time`` (s), ``error`` (text or None), ``error_is_controlkit``; with
+    scale), ``events``, ``sim_time`` (s), ``error`` (text or None), ``error_is_controlkit``,
+    ``unsolved_lcps`` (support LCPs the pivoting left unsolved: ``ContactSource.unsolved_supports``); with
     ``guards`` also the lowest hinge guards at any step's end (:class:`_LowestGuards`)."""
     b = scenes.free_bodies(case["bodies"])
     mech = b.mechanism
     sim = Simulator(mech, b.q0, b.v0, dt=dt, integrator="rk4")
-    error, ours, low = None, True, None
+    error, ours, low, src = None, True, None, None
     try:
         src = enable_contacts(sim, friction=case["friction"], restitution=case["restitution"])
         low = _LowestGuards(src) if guards else None
@@ -145,6 +146,7 @@ def run_drop(case: dict, seconds: float = 1.0, dt: float = 1e-3, guards: bool = 
     deepest = min((float(world.distances(q).min()) for q in rec.q), default=0.0)
     return dict(seed=case.get("seed"), bodies=len(case["bodies"]), deepest=deepest, energy_rise=energy_rise(mech, rec),
                 events=len(rec.events), sim_time=sim.t, error=error, error_is_controlkit=ours,
+                unsolved_lcps=src.unsolved_supports if src is not None else 0,
                 **(low.lowest if low is not None else {}))
 
 
