@@ -404,12 +404,12 @@ def _fill_rows(phi, JD, G, HA, VA, JA, HB, VB, JB, P, E, f, iv):
         x = _sub(_point(HA, _vec(f, F_CENTROID)), _scale(f[F_MEAN_RAD], n))
         dv = _sub(_velocity(HA, VA, x), _velocity(HB, VB, x))
         vt = _sub(dv, _scale(_dot(n, dv), n))
-        s = math.sqrt(_dot(vt, vt))
         if f[F_BLEND] > 0.0:  # at its onset: the slip's direction blended with sd
             w = _add(vt, _scale(f[F_BLEND], sd))
             L = math.sqrt(_dot(w, w))
             u = (w[0] / L, w[1] / L, w[2] / L) if L > 0.0 else sd
         else:
+            s = math.sqrt(_dot(vt, vt))
             own = s > SLIP_SPEED and _dot(vt, sd) > 0
             u = (vt[0] / s, vt[1] / s, vt[2] / s) if own else sd
     mu_k = f[F_MU_K]
