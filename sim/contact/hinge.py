@@ -111,9 +111,10 @@ class ContactHinge(HingeSupport, Constraint):
         self.mode = Mode.STICK if self.mu_s > 0 else Mode.FRICTIONLESS
         self.slide_dir = np.zeros(3)  # world, at slip onset
         self.slipped = False
-        # sticking through Painlevé's inconsistency (no onset direction consistent: sim.contact.onset),
-        # its friction outside its cone: its static law is not judged, and its guard watches that
-        # friction return inside the cone; cleared at each update (ContactSource.update)
+        # sticking through Painlevé's inconsistency (no onset direction consistent: sim.contact.onset;
+        # or a tangential impact: support_set.choose_supports), its friction outside its cone: no slide
+        # begins from it, and its guard watches that friction return inside the cone; cleared at each
+        # update (ContactSource.update) and where its friction is inside the cone (friction_pass)
         self.jammed = False
         # m/s, > 0 while a slide begun from rest (static friction exceeded) has not yet run along
         # slide_dir that fast (its onset): its slide guard fires on a slip that runs the other way
@@ -545,7 +546,8 @@ class ContactHinge(HingeSupport, Constraint):
 
     def jam(self) -> None:
         """Stick through Painlevé's inconsistency: its static friction left its cone and no sliding
-        direction is consistent (:mod:`sim.contact.onset`); see ``jammed``."""
+        direction is consistent (:mod:`sim.contact.onset`), or its sliding support is tensile right
+        after it struck (a tangential impact); see ``jammed``."""
         self.stick()
         self.jammed = True
 

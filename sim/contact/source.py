@@ -100,6 +100,10 @@ class ContactSource(EventSource):
         self.unsolved_supports = 0
         self._stuck: list[ContactHinge] = []  # sticking hinges that still slipped at the last update
         self.impacts = 0
+        self._struck: set[int] = set()  # during an update: the pairs that struck in its impact
+        # sliding contacts of a pair that just struck, whose last point its friction pulled off,
+        # stuck by a tangential impact instead (support_set.choose_supports)
+        self.tangential_impacts = 0
         # slides begun from rest by how their direction was found (sim.contact.onset): along the
         # static force, turned to the nearest consistent direction, or none consistent (jammed)
         self.onsets = dict(along=0, turned=0, jammed=0)
@@ -431,7 +435,9 @@ class ContactSource(EventSource):
         geo = {k: self.geometry.contact(int(k)) for k in touching}
         geo = {k: g for k, g in geo.items() if g is not None}
         struck = impacts.impact(self, sim, geo)
+        self._struck = struck
         knocked = self._establish(sim, geo, bool(struck))
+        self._struck = set()
         settle.settle(self, sim)
         # the guards count from the distances here (q is unchanged): broken pairs and hinged ones;
         # a broken pair hinged again is watched through its hinge alone (its offset counted once)
