@@ -124,13 +124,17 @@ def _lift_apart(bodies: list[dict]) -> None:
         placed.append(((x, y, z), bound, z + ext))
 
 
-def run_drop(case: dict, seconds: float = 1.0, dt: float = 1e-3, guards: bool = False) -> dict:
+def run_drop(case: dict, seconds: float = 1.0, dt: float = 1e-3, guards: bool = False, impacts: bool = False) -> dict:
     """Simulate a :func:`drop_case`; returns what the properties need (errors are caught and named):
     ``deepest`` (m, the most negative distance of any pair at any sample), ``energy_rise`` (the largest
     rise of kinetic + potential energy over its value at the previous impact, relative to the energy
     scale), ``events``, ``sim_time`` (s), ``error`` (text or None), ``error_is_controlkit``,
-    ``unsolved_lcps`` (support LCPs the pivoting left unsolved: ``ContactSource.unsolved_supports``); with
-    ``guards`` also the lowest hinge guards at any step's end (:class:`_LowestGuards`)."""
+    ``unsolved_lcps`` (support LCPs the pivoting left unsolved: ``ContactSource.unsolved_supports``),
+    ``onsets`` (slides from rest by how their direction was found: ``ContactSource.onsets``),
+    ``tangential_impacts`` (``ContactSource.tangential_impacts``); with
+    ``guards`` also the lowest hinge guards at any step's end (:class:`_LowestGuards`); with ``impacts``
+    also ``impact_log``: each impact's time (s), normal velocities after it (m/s, per row) and
+    restitutions, and the source's ``rest_speed`` and ``impact_velocity`` (m/s)."""
     b = scenes.free_bodies(case["bodies"])
     mech = b.mechanism
     sim = Simulator(mech, b.q0, b.v0, dt=dt, integrator="rk4")
@@ -147,7 +151,11 @@ def run_drop(case: dict, seconds: float = 1.0, dt: float = 1e-3, guards: bool = 
     return dict(seed=case.get("seed"), bodies=len(case["bodies"]), deepest=deepest, energy_rise=energy_rise(mech, rec),
                 events=len(rec.events), sim_time=sim.t, error=error, error_is_controlkit=ours,
                 unsolved_lcps=src.unsolved_supports if src is not None else 0,
-                **(low.lowest if low is not None else {}))
+                onsets=dict(getattr(src, "onsets", {})), tangential_impacts=getattr(src, "tangential_impacts", 0),
+                **(low.lowest if low is not None else {}),
+                **(dict(impact_log=[dict(time=e.time, after=e.data["normal_velocity_after"], restitution=e.data["restitution"])
+                                    for e in rec.events if e.kind == "impact"],
+                        rest_speed=src.rest_speed(mech), impact_velocity=src.impact_velocity) if impacts and src else {}))
 
 
 def energy_rise(mech, rec) -> float:

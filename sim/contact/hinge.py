@@ -111,6 +111,11 @@ class ContactHinge(HingeSupport, Constraint):
         self.mode = Mode.STICK if self.mu_s > 0 else Mode.FRICTIONLESS
         self.slide_dir = np.zeros(3)  # world, at slip onset
         self.slipped = False
+        # sticking through Painlevé's inconsistency (no onset direction consistent: sim.contact.onset;
+        # or a tangential impact: support_set.choose_supports), its friction outside its cone: no slide
+        # begins from it, and its guard watches that friction return inside the cone; cleared at each
+        # update (ContactSource.update) and where its friction is inside the cone (friction_pass)
+        self.jammed = False
         # m/s, > 0 while a slide begun from rest (static friction exceeded) has not yet run along
         # slide_dir that fast (its onset): its slide guard fires on a slip that runs the other way
         # (ContactSource._slide_guard) and its friction's direction blends with the slip's (slide)
@@ -535,15 +540,22 @@ class ContactHinge(HingeSupport, Constraint):
 
     def stick(self) -> None:
         """Stick from here: stick rows anchored at the current support centroid."""
-        self.mode, self.onset_speed = Mode.STICK, 0.0
+        self.mode, self.onset_speed, self.jammed = Mode.STICK, 0.0, False
         self.set_anchor()
         self.invalidate()
+
+    def jam(self) -> None:
+        """Stick through Painlevé's inconsistency: its static friction left its cone and no sliding
+        direction is consistent (:mod:`sim.contact.onset`), or its sliding support is tensile right
+        after it struck (a tangential impact); see ``jammed``."""
+        self.stick()
+        self.jammed = True
 
     def slide(self, direction: np.ndarray, onset_speed: float = 0.0) -> None:
         """Slide from here along ``direction`` (world, unit): kinetic friction, the slide guard's
         direction. ``onset_speed`` (m/s) > 0: it begins from rest (its static friction exceeded), so
         its slip is yet to run along ``direction`` at that speed (:meth:`end_onset` then)."""
-        self.mode, self.slide_dir, self.onset_speed = Mode.SLIDE, direction, float(onset_speed)
+        self.mode, self.slide_dir, self.onset_speed, self.jammed = Mode.SLIDE, direction, float(onset_speed), False
         self.invalidate()
 
     @property

@@ -16,6 +16,11 @@ from .geometry import Region, _unit
 from .hinge import ContactHinge, Mode
 from .rows import _point_rows_of
 
+#: m/s: a point of a hinged pair approaching slower than this is the drift its hinge's rows hold
+#: (their velocity feedback), not an impact: the rows of two boxes leaning on each other left
+#: points approaching at ~1e-6 m/s, each an impact that set other held points parting
+HELD_DRIFT = 1e-5
+
 
 def point_rows(sim, geo):
     """Normal rows (k, nv), normal velocities (k,) and owners of every candidate point."""
@@ -71,13 +76,15 @@ def missed_rows(src, sim, geo, J, u, owners):
 
 def impact(src, sim, geo) -> set[int]:
     """Resolve the impact of the touching pairs ``geo`` (pair -> contact patch) if any of their points
-    approaches faster than ``impact_velocity``: the simulator's velocity jumps, the impact is logged,
+    approaches faster than ``impact_velocity`` (a hinged pair's faster than ``HELD_DRIFT``): the simulator's velocity jumps, the impact is logged,
     and sticking hinges that slid through it slide on (:func:`_slide_on`). Returns the pairs that
-    struck (a point approaching faster than ``impact_velocity``; none without an impact)."""
+    struck (a point approaching faster than that; none without an impact)."""
     if not geo:
         return set()
     J, u, owners = missed_rows(src, sim, geo, *point_rows(sim, geo))
-    if not len(u) or u.min() >= -src.impact_velocity:
+    floor = max(src.impact_velocity, HELD_DRIFT)
+    strikes = [ui < -(floor if k in src.hinges else src.impact_velocity) for (k, _), ui in zip(owners, u.tolist())]
+    if not any(strikes):
         return set()
     mech = sim.mech
     M, _ = mech.dynamics()
@@ -97,6 +104,12 @@ def impact(src, sim, geo) -> set[int]:
         try:
             res = resolve_impact(M, J, sim.v, e, src.law, bilateral=held, where=where)
         except ImpactError:
+            if not sticking and e.any():
+                # restitution asks some rows to part along directions that others' partings
+                # forbid (a body wedged between two it strikes, J w >= r has no solution): the
+                # impact is plastic, J w >= 0, which zero relative velocity always satisfies
+                e = np.zeros(len(e))
+                continue
             if not sticking:
                 raise
             # no impulses hold every sticking hinge (their rows and the resting points' depend
@@ -128,7 +141,7 @@ def impact(src, sim, geo) -> set[int]:
     sim.v = res.v
     mech.set_state(sim.q, sim.v, check=False)
     _slide_on(src, [h for h in was_sticking if h not in sticking], J @ res.v, owners)
-    return {k for (k, _), ui in zip(owners, u.tolist()) if ui < -src.impact_velocity}
+    return {k for (k, _), hit in zip(owners, strikes) if hit}
 
 
 def _slide_on(src, slid: list[ContactHinge], u1: np.ndarray, owners) -> None:
@@ -182,12 +195,21 @@ def _rest_lifted(src, mech, M: np.ndarray, J: np.ndarray, e: np.ndarray, owners,
                        for (k, _), x, pk in zip(owners, ua, p)], dtype=bool)
     if not lifted.any():
         return res
-    rows = J[lifted] if held is None else np.vstack([held, J[lifted]])
-    try:  # (all the impact's points as contacts, the lifted ones held: one plastic, simultaneous solve)
-        rest = resolve_impact(M, J, res.v, np.zeros(len(e)), "simultaneous", bilateral=rows)
-    except ImpactError:
-        return res  # (no impulses hold them with the other rows: they part as the impact left them)
     k = len(e)
-    return replace(res, v=rest.v, kinetic_energy_after=rest.kinetic_energy_after,
-                   normal_velocity_after=rest.normal_velocity_after,
-                   impulses=np.concatenate([res.impulses[:k] + rest.impulses[:k], res.impulses[k:]]))
+    out = res
+    # the rest solve's impulses can lift further points of those pairs (holding the lower box's
+    # ground points lifts the upper box's points on it): they join the held rows, until none is new
+    while True:
+        rows = J[lifted] if held is None else np.vstack([held, J[lifted]])
+        try:  # (all the impact's points as contacts, the lifted ones held: one plastic, simultaneous solve)
+            rest = resolve_impact(M, J, res.v, np.zeros(len(e)), "simultaneous", bilateral=rows)
+        except ImpactError:
+            return out  # (no impulses hold them with the other rows: they part as the last solve left them)
+        out = replace(res, v=rest.v, kinetic_energy_after=rest.kinetic_energy_after,
+                      normal_velocity_after=rest.normal_velocity_after,
+                      impulses=np.concatenate([res.impulses[:k] + rest.impulses[:k], res.impulses[k:]]))
+        ua = (J @ rest.v).tolist()
+        more = np.array([kk in struck and src.impact_velocity < x <= top for (kk, _), x in zip(owners, ua)], dtype=bool)
+        if not (more & ~lifted).any():
+            return out
+        lifted |= more

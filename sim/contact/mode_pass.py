@@ -7,7 +7,7 @@ import numpy as np
 
 from controlkit.friction import FrictionLaw
 
-from . import support_set
+from . import onset, support_set
 from .geometry import _unit
 from .hinge import ContactHinge, Mode, _multipliers_of
 
@@ -34,7 +34,9 @@ def friction_pass(src, sim) -> bool:
             continue  # its friction stays in the pyramid (force_inequalities), or is its carrier's
         fn, ft = loads[id(h)] if id(h) in loads else h.forces(_multipliers_of(sol, h))
         # the same test as the slip guard (which fires at <= 0), so a handled event never repeats
-        if h.mode == Mode.STICK and FrictionLaw.slips(h.mu_s, fn, ft):
+        if h.jammed and not FrictionLaw.slips(h.mu_s, fn, ft):
+            h.jammed = False  # (its friction is inside its cone: a plain stick, its static margin the guard)
+        if h.mode == Mode.STICK and not h.jammed and FrictionLaw.slips(h.mu_s, fn, ft):
             t = float(np.linalg.norm(ft))
             if t != 0.0:  # (with none, no support is left to hold anything: the support pass removes it)
                 slipping.append((t / max(h.mu_s * float(np.sum(fn)), 1e-300), h, ft))
@@ -61,20 +63,28 @@ def friction_pass(src, sim) -> bool:
         # other both slid at once where one sliding held the other, then stopped, stuck, and slid
         # again every 50 us)
         _, h, ft = max(slipping, key=lambda x: x[0])
-        _begin_slide(src, h, ft)
+        _begin_slide(src, sim, h, ft)
         changed = True
     return changed
 
 
-def _begin_slide(src, h: ContactHinge, ft: np.ndarray) -> None:
+def _begin_slide(src, sim, h: ContactHinge, ft: np.ndarray) -> None:
     """A sticking hinge whose static friction ``ft`` (2,) (N, tangent basis) left its cone slides:
     against its slip when it already slips faster than ``stick_velocity`` (an impact left it so;
-    along the static force its slip's guard would start below zero), else from rest against ``ft``."""
+    along the static force its slip's guard would start below zero), else from rest, against ``ft``
+    or along the nearest direction its slip follows (:func:`sim.contact.onset.consistent_direction`);
+    with none, it jams (sticks on, :meth:`ContactHinge.jam`)."""
     vt = h.tangential_velocity()
     if np.linalg.norm(vt) > src.stick_velocity:
         h.slide(_unit(vt))
     else:
-        h.slide(FrictionLaw.slip_direction(h.tangent_world(ft)), onset_speed=src._onset_speed)
+        d0 = FrictionLaw.slip_direction(h.tangent_world(ft))
+        d = onset.consistent_direction(sim, h, d0, src._onset_speed)
+        src.onsets["jammed" if d is None else "along" if d is d0 else "turned"] += 1
+        if d is None:
+            h.jam()
+            return
+        h.slide(d, onset_speed=src._onset_speed)
     h.slipped = True  # it starts sliding now: not "stopped" within this update
     h.invalidate()
 

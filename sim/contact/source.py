@@ -14,7 +14,7 @@ from controlkit.solver import require_consistent
 from ..collision import CollisionWorld, PairFilter
 from ..events import VELOCITY, EventSource
 from ..impact import LAWS, RestitutionTable
-from . import impacts, mode_pass, settle
+from . import impacts, mode_pass, onset, settle
 from .geometry import POINT_TOL, SupportPoint, _Geometry, _margin, _PairContact, _same_key
 from .hinge import _SLIDE, _STICK, ContactHinge, _multipliers_of
 from .linked import LinkedSupport
@@ -100,6 +100,13 @@ class ContactSource(EventSource):
         self.unsolved_supports = 0
         self._stuck: list[ContactHinge] = []  # sticking hinges that still slipped at the last update
         self.impacts = 0
+        self._struck: set[int] = set()  # during an update: the pairs that struck in its impact
+        # sliding contacts of a pair that just struck, whose last point its friction pulled off,
+        # stuck by a tangential impact instead (support_set.choose_supports)
+        self.tangential_impacts = 0
+        # slides begun from rest by how their direction was found (sim.contact.onset): along the
+        # static force, turned to the nearest consistent direction, or none consistent (jammed)
+        self.onsets = dict(along=0, turned=0, jammed=0)
         self._watch: dict[int, tuple] = {}  # pair -> (key, the hinge's watched points as arrays): _watched
         self.row_batch = RowBatch(self.hinges)  # the compiled rows of all its hinges in one call per state
         # the hinges with support points linked through other bodies and their one support margin
@@ -188,7 +195,7 @@ class ContactSource(EventSource):
         """What the state-only guards depend on besides the statements."""
         hinges = []  # (twice per step: a loop, no generator)
         for k, h in self.hinges.items():
-            hinges.append((k, id(h), h.version, h.mode, h.controlled, h.depth0, h.shown0))
+            hinges.append((k, id(h), h.version, h.mode, h.jammed, h.controlled, h.depth0, h.shown0))
         return (q.tobytes(), tuple(self._grace.items()), tuple(sorted(self._parting)), tuple(sorted(self._overlap)),
                 tuple(hinges))
 
@@ -226,13 +233,13 @@ class ContactSource(EventSource):
         if h.group is not None:  # (its support margin is its linked support's; its friction on the spread)
             if h.mode == _STICK:
                 fn, ft = h.group.loads_of(h, sol)
-                return [FrictionLaw.static_margin(h.mu_s, fn.tolist(), ft)]
+                return [onset.stick_guard(h, FrictionLaw.static_margin(h.mu_s, fn.tolist(), ft))]
             return [self._slide_guard(h)] if h.mode == _SLIDE else []
         if len(lam) == 3 and len(h.points) == 1 and h.stick_row_count() == 2 and not h.dependent:
             # one point sticking with both stick rows (a resting ball): the lines below on floats
             # (0.0 + x: sum()'s own first addition, so a zero keeps sum()'s sign)
             f0, t1, t2 = lam.tolist()
-            return [f0 + FORCE_RTOL * ((0.0 + abs(f0)) + FORCE_FLOOR), h.mu_s * (0.0 + f0) - math.hypot(t1, t2)]
+            return [f0 + FORCE_RTOL * ((0.0 + abs(f0)) + FORCE_FLOOR), onset.stick_guard(h, h.mu_s * (0.0 + f0) - math.hypot(t1, t2))]
         fn, ft = h.forces(lam)
         f = fn.tolist()  # (a few numbers: Python's floats beat numpy's per-call cost)
         # the support holds while some compressive distribution over all its points gives these
@@ -240,7 +247,7 @@ class ContactSource(EventSource):
         # tensile force beyond round-off, not on noise around zero
         g = [h.support_margin(fn) + FORCE_RTOL * (sum(map(abs, f)) + FORCE_FLOOR)]
         if h.mode == _STICK:
-            g.append(FrictionLaw.static_margin(h.mu_s, f, ft))
+            g.append(onset.stick_guard(h, FrictionLaw.static_margin(h.mu_s, f, ft)))
         elif h.mode == _SLIDE:
             g.append(self._slide_guard(h))
         return g
@@ -418,6 +425,8 @@ class ContactSource(EventSource):
     def update(self, sim) -> None:
         """Re-establish every contact at the simulator's state: impacts, support sets, stick/slip."""
         mech = sim.mech
+        for h in self.hinges.values():
+            h.jammed = False  # (judged again: a slide may be consistent now)
         mech.set_state(sim.q, sim.v, check=False)
         self.world.place(sim.q, True)
         d = self.world.distances(sim.q)
@@ -426,7 +435,9 @@ class ContactSource(EventSource):
         geo = {k: self.geometry.contact(int(k)) for k in touching}
         geo = {k: g for k, g in geo.items() if g is not None}
         struck = impacts.impact(self, sim, geo)
+        self._struck = struck
         knocked = self._establish(sim, geo, bool(struck))
+        self._struck = set()
         settle.settle(self, sim)
         # the guards count from the distances here (q is unchanged): broken pairs and hinged ones;
         # a broken pair hinged again is watched through its hinge alone (its offset counted once)

@@ -82,6 +82,14 @@ def choose_supports(src, sim) -> None:
                 continue
         if h is None or worst[0] >= -_tol(sol.lam[h.name]):
             break
+        if h.mode == Mode.SLIDE and len(h.points) == 1 and h.pair in src._struck:
+            # a pair that just struck, sliding on its last point, whose kinetic friction pulls that
+            # point off (Painlevé's inconsistency: its weight brings it back at once, and it struck
+            # again every ~0.5 ms, each return watched a tolerance deeper): a tangential impact,
+            # the contact sticks (jammed) and the update's settle stops its slip with an impulse
+            h.jam()
+            src.tangential_impacts += 1
+            continue
         release(src, sim, h, h.points[int(np.argmin(h.forces(sol.lam[h.name])[0]))])
     sol = sim.solve_now() if any(h.controlled for h in src.hinges.values()) else None
     for h in src.hinges.values():
