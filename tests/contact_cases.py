@@ -131,7 +131,7 @@ def run_drop(case: dict, seconds: float = 1.0, dt: float = 1e-3, guards: bool = 
     scale), ``events``, ``sim_time`` (s), ``error`` (text or None), ``error_is_controlkit``,
     ``unsolved_lcps`` (support LCPs the pivoting left unsolved: ``ContactSource.unsolved_supports``),
     ``onsets`` (slides from rest by how their direction was found: ``ContactSource.onsets``),
-    ``tangential_impacts`` (``ContactSource.tangential_impacts``); with
+    ``tangential_impacts`` (``ContactSource.tangential_impacts``), ``impact_gain`` (:func:`impact_gain`); with
     ``guards`` also the lowest hinge guards at any step's end (:class:`_LowestGuards`); with ``impacts``
     also ``impact_log``: each impact's time (s), normal velocities after it (m/s, per row) and
     restitutions, and the source's ``rest_speed`` and ``impact_velocity`` (m/s)."""
@@ -152,10 +152,19 @@ def run_drop(case: dict, seconds: float = 1.0, dt: float = 1e-3, guards: bool = 
                 events=len(rec.events), sim_time=sim.t, error=error, error_is_controlkit=ours,
                 unsolved_lcps=src.unsolved_supports if src is not None else 0,
                 onsets=dict(getattr(src, "onsets", {})), tangential_impacts=getattr(src, "tangential_impacts", 0),
+                impact_gain=impact_gain(rec),
                 **(low.lowest if low is not None else {}),
                 **(dict(impact_log=[dict(time=e.time, after=e.data["normal_velocity_after"], restitution=e.data["restitution"])
                                     for e in rec.events if e.kind == "impact"],
                         rest_speed=src.rest_speed(mech), impact_velocity=src.impact_velocity) if impacts and src else {}))
+
+
+def impact_gain(rec) -> float:
+    """The largest kinetic energy gain of any impact in a recording, relative to the kinetic energy
+    before it (dimensionless; 0 when none gains): an impact never gains."""
+    gains = [(e.data["kinetic_energy_after"] - e.data["kinetic_energy_before"]) / max(e.data["kinetic_energy_before"], 1e-300)
+             for e in rec.events if e.kind == "impact"]
+    return max(gains + [0.0])
 
 
 def energy_rise(mech, rec) -> float:

@@ -35,6 +35,7 @@ def test_random_drops_never_gain_energy_between_impacts_nor_sink(seed, seconds):
     assert out["error"] is None or out["error_is_controlkit"], out["error"]
     assert out["deepest"] >= -1e-4, out  # m
     assert out["energy_rise"] <= 1e-9, out  # relative to the energy at the previous impact
+    assert out["impact_gain"] <= 1e-12, out  # relative to the kinetic energy before the impact
 
 
 def test_rk4_steps_where_a_passive_drop_gains_energy_are_taken_again_shorter():
@@ -90,15 +91,20 @@ def test_a_slip_that_runs_across_its_onset_direction_meets_friction_against_it()
     assert out["deepest"] >= -1e-4, out  # m
 
 
-@pytest.mark.parametrize("seed", [1, 5, 9, 12, 21, 24])
+@pytest.mark.parametrize("seed", [1, 5, 7, 9, 12, 21, 24, 29])
 def test_random_touching_starts_never_gain_energy_between_impacts_nor_sink(seed):
     """Boxes and balls stacked on the ground, each touching the one below, the top one struck. (Seeds
     12 and 24 rose 1.2e-5 and 1.0e-5 while points an impact's rest solve lifted were stopped by their
-    rows' feedback, before that solve brought them to rest too.)"""
+    rows' feedback, before that solve brought them to rest too. Seed 29 rose 4.6e-3 in 5083 events
+    where sliding contacts had no consistent forces; with slides begun along their slips it stopped
+    with InconsistentEquationsError where a trial slide direction left the supports' rows inconsistent.
+    Seed 7: an impact of a box between the ground and a box above it, e = 0.8, gained 4 % of the kinetic
+    energy under Newton's restitution on all its contacts at once.)"""
     out = _drop_in_a_fresh_interpreter(seed, 1.0, case="touching_case")
     assert out["error"] is None or out["error_is_controlkit"], out["error"]
     assert out["deepest"] >= -1e-4, out  # m
     assert out["energy_rise"] <= 1e-9, out  # relative to the energy at the previous impact
+    assert out["impact_gain"] <= 1e-12, out  # relative to the kinetic energy before the impact
 
 
 def test_points_lifted_by_the_rest_of_slowly_lifted_points_come_to_rest_too():

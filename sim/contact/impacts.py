@@ -20,6 +20,10 @@ from .rows import _point_rows_of
 #: (their velocity feedback), not an impact: the rows of two boxes leaning on each other left
 #: points approaching at ~1e-6 m/s, each an impact that set other held points parting
 HELD_DRIFT = 1e-5
+#: dimensionless: kinetic energy an impact may gain, relative (round-off of the QP's solve)
+GAIN_RTOL = 1e-12
+#: bisections of the restitution scale of an impact that would gain kinetic energy
+GAIN_BISECT = 20
 
 
 def point_rows(sim, geo):
@@ -129,6 +133,8 @@ def impact(src, sim, geo) -> set[int]:
         if slipping is None:
             break
         sticking.remove(slipping)  # it slides through the impact: only its normal rows take part
+    if res.kinetic_energy_after > res.kinetic_energy_before * (1.0 + GAIN_RTOL):
+        res, e = _without_gain(M, J, sim.v, e, src.law, held, where, res)
     res = _rest_lifted(src, mech, M, J, e, owners, res, held, geo)
     k0, k1 = res.kinetic_energy_before, res.kinetic_energy_after
     nimp = len(u)
@@ -213,3 +219,28 @@ def _rest_lifted(src, mech, M: np.ndarray, J: np.ndarray, e: np.ndarray, owners,
         if not (more & ~lifted).any():
             return out
         lifted |= more
+
+
+def _without_gain(M, J, v, e, law, held, where, res: ImpactResult) -> tuple[ImpactResult, np.ndarray]:
+    """The impact ``res`` again with its restitutions ``e`` (k,) scaled by the largest factor in [0, 1]
+    (``GAIN_BISECT`` bisections) at which kinetic energy does not grow; returns it and the scaled e.
+
+    Newton's restitution on several coupled contacts at once can ask for more parting than the
+    impact's energy pays for (a box struck between the ground and a box above it, e = 0.8: +4 % of
+    the kinetic energy); with e = 0 the impact is a projection, which never gains. Elastic impacts
+    keep their energy (to the bisection's resolution) where the full restitution would gain."""
+    ke0 = res.kinetic_energy_before
+    best, best_e = None, e
+    lo, hi = 0.0, 1.0
+    for i in range(GAIN_BISECT + 1):
+        s = 0.0 if i == 0 else 0.5 * (lo + hi)
+        try:
+            trial = resolve_impact(M, J, v, s * e, law, bilateral=held, where=where)
+        except ImpactError:
+            hi = s
+            continue
+        if trial.kinetic_energy_after <= ke0 * (1.0 + GAIN_RTOL):
+            best, best_e, lo = trial, s * e, s
+        else:
+            hi = s
+    return (res, e) if best is None else (best, best_e)

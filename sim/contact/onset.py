@@ -18,6 +18,8 @@ import math
 
 import numpy as np
 
+from controlkit.errors import InconsistentEquationsError
+
 from .hinge import ContactHinge
 
 #: a slip's acceleration within acos(0.99) (8.1 degrees) of its onset direction runs along it
@@ -48,9 +50,13 @@ def slip_acceleration(sim, h: ContactHinge) -> np.ndarray:
 
 def _turn(sim, h: ContactHinge, d: np.ndarray, onset_speed: float) -> float:
     """The angle (rad, in (-pi, pi]) from ``d`` (world, unit) to the slip's acceleration with ``h``
-    sliding from rest along ``d``, about the contact normal."""
+    sliding from rest along ``d``, about the contact normal; NaN where the statements cannot be
+    solved with that friction (the supports' rows inconsistent: no acceleration to follow)."""
     h.slide(d, onset_speed=onset_speed)
-    at = slip_acceleration(sim, h)
+    try:
+        at = slip_acceleration(sim, h)
+    except InconsistentEquationsError:
+        return math.nan
     n = h.sides()[0][2]
     return math.atan2(float(at @ np.cross(n, d)), float(at @ d))
 
@@ -62,9 +68,14 @@ def consistent_direction(sim, h: ContactHinge, d: np.ndarray, onset_speed: float
 
     ``d`` itself when its slip runs along it (one solve); else ``SCAN`` directions, and each
     bracket where the angle from direction to acceleration changes sign below 90 degrees
-    bisected ``BISECT`` times (each trial one solve)."""
+    bisected ``BISECT`` times (each trial one solve). A trial whose statements cannot be solved
+    (the supports' rows inconsistent with that friction) brackets nothing; ``d`` itself is then taken
+    (the support choice gives up a point, as for any slide)."""
     h.slide(d, onset_speed=onset_speed)
-    at = slip_acceleration(sim, h)
+    try:
+        at = slip_acceleration(sim, h)
+    except InconsistentEquationsError:
+        return d  # (no acceleration to follow: the support choice gives up a point, as for any slide)
     size = float(np.linalg.norm(at))
     if size <= STILL or at @ d >= ALONG_COS * size:
         return d
@@ -83,10 +94,12 @@ def consistent_direction(sim, h: ContactHinge, d: np.ndarray, onset_speed: float
     for i in range(SCAN):
         lo, hi, flo, fhi = angles[i], angles[i + 1], turns[i], turns[i + 1]
         if not (abs(flo) < 0.5 * math.pi and abs(fhi) < 0.5 * math.pi and (flo <= 0.0) != (fhi <= 0.0)):
-            continue  # (a sign change through +-pi is the acceleration against the direction: no root)
+            continue  # (a sign change through +-pi is the acceleration against the direction: no root; NaN: none)
         for _ in range(BISECT):
             mid = 0.5 * (lo + hi)
             fm = _turn(sim, h, along(mid), onset_speed)
+            if math.isnan(fm):
+                break  # (the bracket's best estimate so far stands)
             if (fm <= 0.0) == (flo <= 0.0):
                 lo, flo = mid, fm
             else:
