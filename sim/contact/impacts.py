@@ -230,10 +230,15 @@ def _without_gain(M, J, v, e, law, held, where, res: ImpactResult) -> tuple[Impa
     the kinetic energy); with e = 0 the impact is a projection, which never gains. Elastic impacts
     keep their energy (to the bisection's resolution) where the full restitution would gain."""
     ke0 = res.kinetic_energy_before
-    best, best_e = None, e
+    try:
+        best, best_e = resolve_impact(M, J, v, 0.0 * e, law, bilateral=held, where=where), 0.0 * e
+    except ImpactError:
+        return res, e  # (no plastic impact either: no scale would do)
+    if best.kinetic_energy_after > ke0 * (1.0 + GAIN_RTOL):
+        return res, e
     lo, hi = 0.0, 1.0
-    for i in range(GAIN_BISECT + 1):
-        s = 0.0 if i == 0 else 0.5 * (lo + hi)
+    for _ in range(GAIN_BISECT):
+        s = 0.5 * (lo + hi)
         try:
             trial = resolve_impact(M, J, v, s * e, law, bilateral=held, where=where)
         except ImpactError:
@@ -243,4 +248,4 @@ def _without_gain(M, J, v, e, law, held, where, res: ImpactResult) -> tuple[Impa
             best, best_e, lo = trial, s * e, s
         else:
             hi = s
-    return (res, e) if best is None else (best, best_e)
+    return best, best_e

@@ -34,11 +34,11 @@ def friction_pass(src, sim) -> bool:
             continue  # its friction stays in the pyramid (force_inequalities), or is its carrier's
         fn, ft = loads[id(h)] if id(h) in loads else h.forces(_multipliers_of(sol, h))
         # the same test as the slip guard (which fires at <= 0), so a handled event never repeats
-        if h.jammed and not FrictionLaw.slips(h.mu_s, fn, ft):
-            h.jammed = False  # (its friction is inside its cone: a plain stick, its static margin the guard)
-        if h.mode == Mode.STICK and not h.jammed and FrictionLaw.slips(h.mu_s, fn, ft):
-            t = float(np.linalg.norm(ft))
-            if t != 0.0:  # (with none, no support is left to hold anything: the support pass removes it)
+        if h.mode == Mode.STICK:
+            if not FrictionLaw.slips(h.mu_s, fn, ft):
+                h.jammed = False  # (its friction is inside its cone: a plain stick, its static margin the guard)
+            elif not h.jammed and (t := float(np.linalg.norm(ft))) != 0.0:
+                # (with no friction force, no support is left to hold anything: the support pass removes it)
                 slipping.append((t / max(h.mu_s * float(np.sum(fn)), 1e-300), h, ft))
         elif h.mode == Mode.SLIDE and h.slipped:
             pass
